@@ -1,0 +1,144 @@
+package wire
+
+import "github.com/go-json-experiment/json/jsontext"
+
+// AuditRecord is one line of the audit log (M3a §5).
+type AuditRecord struct {
+	Seq   uint64     `json:"seq"`
+	Time  Timestamp  `json:"time"`
+	Prev  Hash32     `json:"prev"`
+	Event AuditEvent `json:"event"`
+}
+
+// AuditEvent is tagged by "type": the *Event types below.
+type AuditEvent interface{ isAuditEvent() }
+
+// DecisionEvent records a policy decision, for every tool request.
+type DecisionEvent struct {
+	Session     SessionID      `json:"session"`
+	Call        CallID         `json:"call"`
+	Tool        string         `json:"tool"`
+	Arguments   string         `json:"arguments"`
+	Outcome     DecisionRecord `json:"outcome"`
+	Grant       *string        `json:"grant"`
+	GrantSha256 *Hash32        `json:"grant_sha256"`
+	Taint       DataClass      `json:"taint"`
+	Untrusted   bool           `json:"untrusted"`
+}
+
+// ApprovalEvent records how a pending approval ended and the re-decision.
+type ApprovalEvent struct {
+	Session  SessionID      `json:"session"`
+	Call     CallID         `json:"call"`
+	Decision uint64         `json:"decision"`
+	Answer   ApprovalAnswer `json:"answer"`
+	By       *string        `json:"by"`
+	Post     *string        `json:"post"`
+	Reason   *string        `json:"reason"`
+	Outcome  DecisionRecord `json:"outcome"`
+}
+
+// ResultEvent records a tool's result by hash and size, never its content.
+type ResultEvent struct {
+	Session    SessionID    `json:"session"`
+	Call       CallID       `json:"call"`
+	Decision   uint64       `json:"decision"`
+	Status     ResultStatus `json:"status"`
+	Class      DataClass    `json:"class"`
+	Untrusted  bool         `json:"untrusted"`
+	Truncated  bool         `json:"truncated"`
+	Bytes      uint64       `json:"bytes"`
+	Sha256     Hash32       `json:"sha256"`
+	TaintAfter DataClass    `json:"taint_after"`
+}
+
+// RecoveryEvent follows a torn line that startup kept.
+type RecoveryEvent struct {
+	TornBytes  uint64 `json:"torn_bytes"`
+	TornSha256 Hash32 `json:"torn_sha256"`
+}
+
+// AcceptedBreakEvent records the owner accepting a chain failure.
+type AcceptedBreakEvent struct {
+	File     string `json:"file"`
+	Line     uint64 `json:"line"`
+	LastGood Hash32 `json:"last_good"`
+}
+
+func (DecisionEvent) isAuditEvent()      {}
+func (ApprovalEvent) isAuditEvent()      {}
+func (ResultEvent) isAuditEvent()        {}
+func (RecoveryEvent) isAuditEvent()      {}
+func (AcceptedBreakEvent) isAuditEvent() {}
+
+func (v DecisionEvent) MarshalJSONTo(e *jsontext.Encoder) error {
+	type plain DecisionEvent
+	return marshalTagged(e, "type", "decision", plain(v))
+}
+
+func (v ApprovalEvent) MarshalJSONTo(e *jsontext.Encoder) error {
+	type plain ApprovalEvent
+	return marshalTagged(e, "type", "approval", plain(v))
+}
+
+func (v ResultEvent) MarshalJSONTo(e *jsontext.Encoder) error {
+	type plain ResultEvent
+	return marshalTagged(e, "type", "result", plain(v))
+}
+
+func (v RecoveryEvent) MarshalJSONTo(e *jsontext.Encoder) error {
+	type plain RecoveryEvent
+	return marshalTagged(e, "type", "recovery", plain(v))
+}
+
+func (v AcceptedBreakEvent) MarshalJSONTo(e *jsontext.Encoder) error {
+	type plain AcceptedBreakEvent
+	return marshalTagged(e, "type", "accepted_break", plain(v))
+}
+
+var auditEvents = union[AuditEvent]{"audit event", "type", map[string]func([]byte) (AuditEvent, error){
+	"decision":       as[DecisionEvent, AuditEvent],
+	"approval":       as[ApprovalEvent, AuditEvent],
+	"result":         as[ResultEvent, AuditEvent],
+	"recovery":       as[RecoveryEvent, AuditEvent],
+	"accepted_break": as[AcceptedBreakEvent, AuditEvent],
+}}
+
+// DecisionRecord is the plain record of a decision, tagged by "outcome".
+type DecisionRecord interface{ isDecisionRecord() }
+
+// OutcomeAllowed: an auto grant allowed the call.
+type OutcomeAllowed struct{}
+
+// OutcomeAsk: an ask grant matched; the owner decides.
+type OutcomeAsk struct{}
+
+// OutcomeDenied: the call is denied for Reason.
+type OutcomeDenied struct {
+	Reason DenyReason `json:"reason"`
+}
+
+func (OutcomeAllowed) isDecisionRecord() {}
+func (OutcomeAsk) isDecisionRecord()     {}
+func (OutcomeDenied) isDecisionRecord()  {}
+
+func (v OutcomeAllowed) MarshalJSONTo(e *jsontext.Encoder) error {
+	type plain OutcomeAllowed
+	return marshalTagged(e, "outcome", "allowed", plain(v))
+}
+
+func (v OutcomeAsk) MarshalJSONTo(e *jsontext.Encoder) error {
+	type plain OutcomeAsk
+	return marshalTagged(e, "outcome", "ask", plain(v))
+}
+
+func (v OutcomeDenied) MarshalJSONTo(e *jsontext.Encoder) error {
+	type plain OutcomeDenied
+	return marshalTagged(e, "outcome", "denied", plain(v))
+}
+
+var decisionRecords = union[DecisionRecord]{"decision outcome", "outcome", map[string]func([]byte) (DecisionRecord, error){
+	"allowed": as[OutcomeAllowed, DecisionRecord],
+	"ask":     as[OutcomeAsk, DecisionRecord],
+	"denied":  as[OutcomeDenied, DecisionRecord],
+}}

@@ -1,0 +1,166 @@
+package wire
+
+import "fmt"
+
+// enumNames maps an enum's values to their wire strings. Index 0 is the zero
+// value, which is never valid: a forgotten field cannot silently mean "public"
+// or "auto".
+type enumNames[T ~uint8] struct {
+	what  string
+	names []string // names[0] is unused
+}
+
+func (e enumNames[T]) text(v T) ([]byte, error) {
+	if v == 0 || int(v) >= len(e.names) {
+		return nil, fmt.Errorf("%w: invalid %s value %d", ErrInvalidValue, e.what, uint8(v))
+	}
+	return []byte(e.names[v]), nil
+}
+
+func (e enumNames[T]) str(v T) string {
+	if v == 0 || int(v) >= len(e.names) {
+		return fmt.Sprintf("%s(%d)", e.what, uint8(v))
+	}
+	return e.names[v]
+}
+
+func (e enumNames[T]) parse(b []byte) (T, error) {
+	for i := 1; i < len(e.names); i++ {
+		if e.names[i] == string(b) {
+			return T(i), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown %s %q", ErrUnknownVariant, e.what, b)
+}
+
+// DataClass is ordered Public < Private < Secret; compare with < and >.
+type DataClass uint8
+
+const (
+	Public DataClass = iota + 1
+	Private
+	Secret
+)
+
+var dataClassNames = enumNames[DataClass]{"data class", []string{"", "public", "private", "secret"}}
+
+func (c DataClass) String() string                { return dataClassNames.str(c) }
+func (c DataClass) MarshalText() ([]byte, error)  { return dataClassNames.text(c) }
+func (c *DataClass) UnmarshalText(b []byte) error { return parseInto(dataClassNames, b, c) }
+
+// Valid reports whether c is one of the three classes.
+func (c DataClass) Valid() bool { return c >= Public && c <= Secret }
+
+// Mode is a grant's mode.
+type Mode uint8
+
+const (
+	Auto Mode = iota + 1
+	Ask
+	Deny
+)
+
+var modeNames = enumNames[Mode]{"mode", []string{"", "auto", "ask", "deny"}}
+
+func (m Mode) String() string                { return modeNames.str(m) }
+func (m Mode) MarshalText() ([]byte, error)  { return modeNames.text(m) }
+func (m *Mode) UnmarshalText(b []byte) error { return parseInto(modeNames, b, m) }
+
+// DenyReason says why a call was denied.
+type DenyReason uint8
+
+const (
+	NoGrant DenyReason = iota + 1
+	GrantExpired
+	TaintTooHigh
+	DeniedByGrant
+	ApprovalRefused
+	ApprovalExpired
+	GrantsInvalid
+	AuditUnavailable
+	InvalidArguments
+	StateUnreadable
+)
+
+var denyReasonNames = enumNames[DenyReason]{"deny reason", []string{"",
+	"no_grant", "grant_expired", "taint_too_high", "denied_by_grant", "approval_refused",
+	"approval_expired", "grants_invalid", "audit_unavailable", "invalid_arguments", "state_unreadable"}}
+
+// AllDenyReasons lists every reason, in declaration order.
+func AllDenyReasons() []DenyReason {
+	out := make([]DenyReason, 0, len(denyReasonNames.names)-1)
+	for i := 1; i < len(denyReasonNames.names); i++ {
+		out = append(out, DenyReason(i))
+	}
+	return out
+}
+
+func (r DenyReason) String() string                { return denyReasonNames.str(r) }
+func (r DenyReason) MarshalText() ([]byte, error)  { return denyReasonNames.text(r) }
+func (r *DenyReason) UnmarshalText(b []byte) error { return parseInto(denyReasonNames, b, r) }
+
+// ErrorCode is the code of an error message.
+type ErrorCode uint8
+
+const (
+	BadFrame ErrorCode = iota + 1
+	BadVersion
+	BadMessage
+	Internal
+	Forbidden
+	NoSuchApproval
+)
+
+var errorCodeNames = enumNames[ErrorCode]{"error code", []string{"",
+	"bad_frame", "bad_version", "bad_message", "internal", "forbidden", "no_such_approval"}}
+
+// AllErrorCodes lists every code, in declaration order.
+func AllErrorCodes() []ErrorCode {
+	out := make([]ErrorCode, 0, len(errorCodeNames.names)-1)
+	for i := 1; i < len(errorCodeNames.names); i++ {
+		out = append(out, ErrorCode(i))
+	}
+	return out
+}
+
+func (c ErrorCode) String() string                { return errorCodeNames.str(c) }
+func (c ErrorCode) MarshalText() ([]byte, error)  { return errorCodeNames.text(c) }
+func (c *ErrorCode) UnmarshalText(b []byte) error { return parseInto(errorCodeNames, b, c) }
+
+// ApprovalAnswer is how a pending approval ended.
+type ApprovalAnswer uint8
+
+const (
+	Approved ApprovalAnswer = iota + 1
+	Refused
+	Expired
+)
+
+var approvalAnswerNames = enumNames[ApprovalAnswer]{"approval answer", []string{"", "approved", "refused", "expired"}}
+
+func (a ApprovalAnswer) String() string                { return approvalAnswerNames.str(a) }
+func (a ApprovalAnswer) MarshalText() ([]byte, error)  { return approvalAnswerNames.text(a) }
+func (a *ApprovalAnswer) UnmarshalText(b []byte) error { return parseInto(approvalAnswerNames, b, a) }
+
+// ResultStatus is what a Result audit record describes.
+type ResultStatus uint8
+
+const (
+	StatusResult ResultStatus = iota + 1
+	StatusFailed
+)
+
+var resultStatusNames = enumNames[ResultStatus]{"result status", []string{"", "result", "failed"}}
+
+func (s ResultStatus) String() string                { return resultStatusNames.str(s) }
+func (s ResultStatus) MarshalText() ([]byte, error)  { return resultStatusNames.text(s) }
+func (s *ResultStatus) UnmarshalText(b []byte) error { return parseInto(resultStatusNames, b, s) }
+
+func parseInto[T ~uint8](e enumNames[T], b []byte, dst *T) error {
+	v, err := e.parse(b)
+	if err != nil {
+		return err
+	}
+	*dst = v
+	return nil
+}

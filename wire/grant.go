@@ -1,0 +1,201 @@
+package wire
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// Grant is one grant file, grants/<id>.toml; its id is the file stem. Only the
+// form is checked here; what a grant allows is policy's business.
+type Grant struct {
+	Tool        string      `toml:"tool"`
+	Mode        Mode        `toml:"mode"`
+	MaxTaint    DataClass   `toml:"max_taint"`
+	ResultClass DataClass   `toml:"result_class"` // default private
+	Untrusted   bool        `toml:"untrusted"`    // default true
+	Expires     *Timestamp  `toml:"expires"`      // absent: no expiry
+	Secret      *string     `toml:"secret"`       // name of one secret to inject
+	Constraints Constraints `toml:"constraints"`  // default empty
+}
+
+// Constraints narrow what a grant covers.
+type Constraints struct {
+	Paths    []string `toml:"paths"`
+	Hosts    []string `toml:"hosts"`
+	Patterns []string `toml:"patterns"`
+}
+
+// GrantError says why a grant file does not decode: the 1-based line where
+// the parser gives one (0 when not), the field, and the problem.
+type GrantError struct {
+	Line    uint64
+	Field   string
+	Problem string
+}
+
+func (e *GrantError) Error() string {
+	var b strings.Builder
+	if e.Line > 0 {
+		fmt.Fprintf(&b, "line %d: ", e.Line)
+	}
+	if e.Field != "" {
+		fmt.Fprintf(&b, "%s: ", e.Field)
+	}
+	b.WriteString(e.Problem)
+	return b.String()
+}
+
+var (
+	grantKeys       = []string{"tool", "mode", "max_taint", "result_class", "untrusted", "expires", "secret", "constraints"}
+	requiredKeys    = []string{"tool", "mode", "max_taint"}
+	constraintsKeys = []string{"paths", "hosts", "patterns"}
+)
+
+// DecodeGrant decodes a grant file strictly: unknown keys (including keys that
+// differ only in case), missing required keys, wrong types and unknown enum
+// strings are errors. result_class defaults to private, untrusted to true.
+func DecodeGrant(data []byte) (Grant, error) {
+	if !utf8.Valid(data) {
+		return Grant{}, &GrantError{Problem: "the file is not valid UTF-8"}
+	}
+	// Pass 1: the keys exactly as written. go-toml matches struct fields
+	// case-insensitively, so "Mode" would otherwise set mode.
+	var doc map[string]any
+	if err := toml.Unmarshal(data, &doc); err != nil {
+		return Grant{}, tomlError(err, "")
+	}
+	if err := checkKeys(data, doc, "", grantKeys); err != nil {
+		return Grant{}, err
+	}
+	if c, ok := doc["constraints"]; ok {
+		table, ok := c.(map[string]any)
+		if !ok {
+			return Grant{}, &GrantError{Line: findKey(data, "constraints"), Field: "constraints", Problem: "must be a table"}
+		}
+		if err := checkKeys(data, table, "constraints.", constraintsKeys); err != nil {
+			return Grant{}, err
+		}
+	}
+	if err := checkTypes(data, doc); err != nil {
+		return Grant{}, err
+	}
+	for _, k := range requiredKeys {
+		if _, ok := doc[k]; !ok {
+			return Grant{}, &GrantError{Field: k, Problem: "missing required field"}
+		}
+	}
+	// Pass 2: types and values.
+	g := Grant{ResultClass: Private, Untrusted: true}
+	dec := toml.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&g); err != nil {
+		return Grant{}, tomlError(err, "")
+	}
+	return g, nil
+}
+
+func checkKeys(data []byte, table map[string]any, prefix string, allowed []string) error {
+	keys := make([]string, 0, len(table))
+	for k := range table {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !contains(allowed, k) {
+			return &GrantError{Line: findKey(data, k), Field: prefix + k, Problem: "unknown field"}
+		}
+	}
+	return nil
+}
+
+// checkTypes requires strings where the struct holds enums and timestamps:
+// go-toml would otherwise store a TOML integer straight into a Mode.
+func checkTypes(data []byte, doc map[string]any) error {
+	for _, k := range []string{"tool", "mode", "max_taint", "result_class", "expires", "secret"} {
+		if v, ok := doc[k]; ok {
+			if _, ok := v.(string); !ok {
+				return &GrantError{Line: findKey(data, k), Field: k, Problem: "must be a string"}
+			}
+		}
+	}
+	if v, ok := doc["untrusted"]; ok {
+		if _, ok := v.(bool); !ok {
+			return &GrantError{Line: findKey(data, "untrusted"), Field: "untrusted", Problem: "must be true or false"}
+		}
+	}
+	table, _ := doc["constraints"].(map[string]any)
+	for _, k := range constraintsKeys {
+		v, ok := table[k]
+		if !ok {
+			continue
+		}
+		list, ok := v.([]any)
+		if ok {
+			for _, item := range list {
+				if _, isString := item.(string); !isString {
+					ok = false
+				}
+			}
+		}
+		if !ok {
+			return &GrantError{Line: findKey(data, k), Field: "constraints." + k, Problem: "must be a list of strings"}
+		}
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// findKey gives the 1-based line of the first line that assigns key or opens
+// a table named key, or 0. The parser's map carries no positions, and this is
+// only to point the owner at the right line.
+func findKey(data []byte, key string) uint64 {
+	for i, line := range strings.Split(string(data), "\n") {
+		t := strings.TrimSpace(line)
+		t = strings.TrimPrefix(t, "[")
+		for _, form := range []string{key, `"` + key + `"`, "'" + key + "'"} {
+			if rest, ok := strings.CutPrefix(t, form); ok {
+				rest = strings.TrimSpace(rest)
+				if strings.HasPrefix(rest, "=") || strings.HasPrefix(rest, ".") || strings.HasPrefix(rest, "]") {
+					return uint64(i + 1)
+				}
+			}
+		}
+	}
+	return 0
+}
+
+func tomlError(err error, field string) error {
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		row, _ := de.Position()
+		f := field
+		if k := de.Key(); len(k) > 0 {
+			f = strings.Join(k, ".")
+		}
+		return &GrantError{Line: uint64(row), Field: f, Problem: firstLine(de.Error())}
+	}
+	var sm *toml.StrictMissingError
+	if errors.As(err, &sm) && len(sm.Errors) > 0 {
+		return tomlError(&sm.Errors[0], field)
+	}
+	return &GrantError{Field: field, Problem: firstLine(err.Error())}
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return strings.TrimPrefix(s, "toml: ")
+}

@@ -1,0 +1,110 @@
+package wire
+
+import "github.com/go-json-experiment/json/jsontext"
+
+// ToolCall is one tool call as the model server returned it.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// LogRecord is one line of a session log, tagged by "type".
+type LogRecord interface{ isLogRecord() }
+
+// SessionStart opens an epoch's file. Baseline is the SHA-256 of the prompt
+// prefix (system prompt, core memory, tool schemas).
+type SessionStart struct {
+	Time     Timestamp `json:"time"`
+	Session  SessionID `json:"session"`
+	Epoch    Epoch     `json:"epoch"`
+	Slot     uint32    `json:"slot"`
+	Baseline Hash32    `json:"baseline"`
+}
+
+// UserRecord is what the owner said.
+type UserRecord struct {
+	Time    Timestamp `json:"time"`
+	Content string    `json:"content"`
+}
+
+// AssistantRecord keeps the fields the chat template reads exactly as the
+// server returned them, so a rebuilt request hits the prompt cache in full.
+type AssistantRecord struct {
+	Time             Timestamp  `json:"time"`
+	Content          *string    `json:"content"`
+	ReasoningContent *string    `json:"reasoning_content"`
+	ToolCalls        []ToolCall `json:"tool_calls"`
+}
+
+// ToolResultRecord is a tool result as given to the model. Class and
+// Untrusted are loopd's copy and never an input to policy.
+type ToolResultRecord struct {
+	Time       Timestamp `json:"time"`
+	Call       CallID    `json:"call"`
+	ToolCallID string    `json:"tool_call_id"`
+	Content    string    `json:"content"`
+	Class      DataClass `json:"class"`
+	Untrusted  bool      `json:"untrusted"`
+	Truncated  bool      `json:"truncated"`
+}
+
+// CacheLoss records that the server kept fewer prompt tokens than expected.
+type CacheLoss struct {
+	Time     Timestamp `json:"time"`
+	Expected uint64    `json:"expected"`
+	Got      uint64    `json:"got"`
+}
+
+// EpochEnd closes an epoch with the summary the next one starts from.
+type EpochEnd struct {
+	Time    Timestamp `json:"time"`
+	Next    Epoch     `json:"next"`
+	Summary string    `json:"summary"`
+}
+
+func (SessionStart) isLogRecord()     {}
+func (UserRecord) isLogRecord()       {}
+func (AssistantRecord) isLogRecord()  {}
+func (ToolResultRecord) isLogRecord() {}
+func (CacheLoss) isLogRecord()        {}
+func (EpochEnd) isLogRecord()         {}
+
+func (v SessionStart) MarshalJSONTo(e *jsontext.Encoder) error {
+	type plain SessionStart
+	return marshalTagged(e, "type", "session_start", plain(v))
+}
+
+func (v UserRecord) MarshalJSONTo(e *jsontext.Encoder) error {
+	type plain UserRecord
+	return marshalTagged(e, "type", "user", plain(v))
+}
+
+func (v AssistantRecord) MarshalJSONTo(e *jsontext.Encoder) error {
+	type plain AssistantRecord
+	return marshalTagged(e, "type", "assistant", plain(v))
+}
+
+func (v ToolResultRecord) MarshalJSONTo(e *jsontext.Encoder) error {
+	type plain ToolResultRecord
+	return marshalTagged(e, "type", "tool_result", plain(v))
+}
+
+func (v CacheLoss) MarshalJSONTo(e *jsontext.Encoder) error {
+	type plain CacheLoss
+	return marshalTagged(e, "type", "cache_loss", plain(v))
+}
+
+func (v EpochEnd) MarshalJSONTo(e *jsontext.Encoder) error {
+	type plain EpochEnd
+	return marshalTagged(e, "type", "epoch_end", plain(v))
+}
+
+var logRecords = union[LogRecord]{"log record", "type", map[string]func([]byte) (LogRecord, error){
+	"session_start": as[SessionStart, LogRecord],
+	"user":          as[UserRecord, LogRecord],
+	"assistant":     as[AssistantRecord, LogRecord],
+	"tool_result":   as[ToolResultRecord, LogRecord],
+	"cache_loss":    as[CacheLoss, LogRecord],
+	"epoch_end":     as[EpochEnd, LogRecord],
+}}

@@ -1,0 +1,109 @@
+package wire
+
+import "github.com/go-json-experiment/json/jsontext"
+
+// TurnEvent is something that happened during a turn, for the owner's client
+// (bxctl chat, gatewayd), tagged by "type". Tool outcomes carry class and
+// truncation, never content: the client shows what happened, not the data.
+type TurnEvent interface{ isTurnEvent() }
+
+// TurnText is text the assistant produced during the turn.
+type TurnText struct {
+	Content string `json:"content"`
+}
+
+// TurnToolCall is a tool call the model made.
+type TurnToolCall struct {
+	Call      CallID `json:"call"`
+	Tool      string `json:"tool"`
+	Arguments string `json:"arguments"`
+}
+
+// TurnToolOutcome is how a tool call ended.
+type TurnToolOutcome struct {
+	Call      CallID      `json:"call"`
+	Tool      string      `json:"tool"`
+	Status    ToolStatus  `json:"status"`
+	Reason    *DenyReason `json:"reason"`
+	Class     DataClass   `json:"class"`
+	Truncated bool        `json:"truncated"`
+}
+
+// TurnApprovalPending is sent when brokerd's pending frame arrives.
+type TurnApprovalPending struct {
+	Approval uint64    `json:"approval"`
+	Tool     string    `json:"tool"`
+	Expires  Timestamp `json:"expires"`
+}
+
+// TurnReply is the model's final answer for the turn.
+type TurnReply struct {
+	Content string `json:"content"`
+}
+
+// TurnFailed ends a turn that could not finish (the model or broker failed,
+// or the step limit was reached); the session stays usable.
+type TurnFailed struct {
+	Message string `json:"message"`
+}
+
+func (TurnText) isTurnEvent()            {}
+func (TurnToolCall) isTurnEvent()        {}
+func (TurnToolOutcome) isTurnEvent()     {}
+func (TurnApprovalPending) isTurnEvent() {}
+func (TurnReply) isTurnEvent()           {}
+func (TurnFailed) isTurnEvent()          {}
+
+func (v TurnText) MarshalJSONTo(e *jsontext.Encoder) error {
+	type plain TurnText
+	return marshalTagged(e, "type", "text", plain(v))
+}
+
+func (v TurnToolCall) MarshalJSONTo(e *jsontext.Encoder) error {
+	type plain TurnToolCall
+	return marshalTagged(e, "type", "tool_call", plain(v))
+}
+
+func (v TurnToolOutcome) MarshalJSONTo(e *jsontext.Encoder) error {
+	type plain TurnToolOutcome
+	return marshalTagged(e, "type", "tool_outcome", plain(v))
+}
+
+func (v TurnApprovalPending) MarshalJSONTo(e *jsontext.Encoder) error {
+	type plain TurnApprovalPending
+	return marshalTagged(e, "type", "approval_pending", plain(v))
+}
+
+func (v TurnReply) MarshalJSONTo(e *jsontext.Encoder) error {
+	type plain TurnReply
+	return marshalTagged(e, "type", "reply", plain(v))
+}
+
+func (v TurnFailed) MarshalJSONTo(e *jsontext.Encoder) error {
+	type plain TurnFailed
+	return marshalTagged(e, "type", "failed", plain(v))
+}
+
+var turnEvents = union[TurnEvent]{"turn event", "type", map[string]func([]byte) (TurnEvent, error){
+	"text":             as[TurnText, TurnEvent],
+	"tool_call":        as[TurnToolCall, TurnEvent],
+	"tool_outcome":     as[TurnToolOutcome, TurnEvent],
+	"approval_pending": as[TurnApprovalPending, TurnEvent],
+	"reply":            as[TurnReply, TurnEvent],
+	"failed":           as[TurnFailed, TurnEvent],
+}}
+
+// ToolStatus is how a tool call ended, as a client sees it.
+type ToolStatus uint8
+
+const (
+	ToolResult ToolStatus = iota + 1
+	ToolFailed
+	ToolDenied
+)
+
+var toolStatusNames = enumNames[ToolStatus]{"tool status", []string{"", "result", "failed", "denied"}}
+
+func (s ToolStatus) String() string                { return toolStatusNames.str(s) }
+func (s ToolStatus) MarshalText() ([]byte, error)  { return toolStatusNames.text(s) }
+func (s *ToolStatus) UnmarshalText(b []byte) error { return parseInto(toolStatusNames, b, s) }
