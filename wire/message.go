@@ -148,6 +148,8 @@ func UnmarshalEnvelope(data []byte) (Envelope, error) {
 	return e, nil
 }
 
+var envelopeMembers = map[string]bool{"v": true, "id": true, "final": true, "msg": true, "kind": true, "body": true}
+
 // envReader reads the envelope's fixed shape token by token; the first error sticks.
 type envReader struct {
 	dec *jsontext.Decoder
@@ -184,8 +186,12 @@ func (r *envReader) name(want string) {
 		r.fail("envelope: expected member %q, got %v", want, t.Kind())
 		return
 	}
-	if got := t.String(); got != want {
-		r.err = &DecodeError{KindUnknownField, fmt.Errorf("envelope: expected member %q, got %q", want, got)}
+	switch got := t.String(); {
+	case got == want:
+	case envelopeMembers[got]:
+		r.fail("envelope: member %q is out of order or %q is missing", got, want)
+	default:
+		r.err = &DecodeError{KindUnknownField, fmt.Errorf("envelope: unknown member %q where %q goes", got, want)}
 	}
 }
 
