@@ -51,6 +51,9 @@ func (c *DataClass) UnmarshalText(b []byte) error { return parseInto(dataClassNa
 // Valid reports whether c is one of the three classes.
 func (c DataClass) Valid() bool { return c >= Public && c <= Secret }
 
+// Valid reports whether m is auto, ask or deny.
+func (m Mode) Valid() bool { return m >= Auto && m <= Deny }
+
 // Mode is a grant's mode.
 type Mode uint8
 

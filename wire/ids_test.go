@@ -118,3 +118,24 @@ func TestDataClassOrder(t *testing.T) {
 		t.Fatal("the zero DataClass encoded")
 	}
 }
+
+func TestMarshalRefusesNilUnions(t *testing.T) {
+	sid, _ := wire.NewSessionID("s")
+	for name, v := range map[string]any{
+		"record without event":      wire.AuditRecord{Seq: 1},
+		"decision without outcome":  wire.AuditRecord{Event: wire.DecisionEvent{Session: sid, Taint: wire.Private}},
+		"nil log record":            new(wire.LogRecord),
+		"approve result no outcome": wire.ApproveResult{},
+		"nil":                       nil,
+	} {
+		if b, err := wire.Marshal(v); err == nil {
+			t.Errorf("%s: encoded as %s; want an error", name, b)
+		}
+	}
+	if _, err := wire.MarshalEnvelope(wire.Reply(1, true, wire.ApproveResult{})); err == nil {
+		t.Error("an envelope with a nil outcome encoded")
+	}
+	if _, err := wire.MarshalEnvelope(wire.Envelope{V: 1}); err == nil {
+		t.Error("an envelope without a message encoded")
+	}
+}

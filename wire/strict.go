@@ -81,7 +81,46 @@ func init() {
 // escaping. A value that cannot be written validly (a zero identifier, an
 // invalid enum, invalid UTF-8) is an error, never bad output.
 func Marshal(v any) ([]byte, error) {
+	if err := checkUnions(reflect.ValueOf(v)); err != nil {
+		return nil, err
+	}
 	return json.Marshal(v, options)
+}
+
+// checkUnions refuses a nil tagged union anywhere in v: encoding would write
+// null, which no decoder accepts. Optional values are pointers, never
+// interfaces, so a nil interface is always a mistake.
+func checkUnions(v reflect.Value) error {
+	switch v.Kind() {
+	case reflect.Invalid:
+		return fmt.Errorf("wire: cannot encode a nil value")
+	case reflect.Interface:
+		if v.IsNil() {
+			return fmt.Errorf("wire: a %s is missing (nil)", v.Type())
+		}
+		return checkUnions(v.Elem())
+	case reflect.Pointer:
+		if v.IsNil() {
+			return nil
+		}
+		return checkUnions(v.Elem())
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if err := checkUnions(v.Field(i)); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice:
+		switch v.Type().Elem().Kind() {
+		case reflect.Struct, reflect.Interface, reflect.Pointer:
+			for i := 0; i < v.Len(); i++ {
+				if err := checkUnions(v.Index(i)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // Unmarshal decodes data into v and accepts only what Marshal would write for
