@@ -60,16 +60,16 @@ func TestTimestamp(t *testing.T) {
 		t.Fatalf("String = %s", got)
 	}
 	for _, bad := range []string{
-		"2026-09-17T08:05:00Z",       // no milliseconds
-		"2026-09-17T08:05:00.00Z",    // two digits
-		"2026-09-17T08:05:00.0000Z",  // four digits
-		"2026-09-17 08:05:00.000Z",   // space
+		"2026-09-17T08:05:00Z",      // no milliseconds
+		"2026-09-17T08:05:00.00Z",   // two digits
+		"2026-09-17T08:05:00.0000Z", // four digits
+		"2026-09-17 08:05:00.000Z",  // space
 		"2026-09-17T08:05:00.000+00:00",
-		"2026-09-17t08:05:00.000z",   // lowercase
-		"2026-02-30T08:05:00.000Z",   // no such day
-		"2026-13-01T08:05:00.000Z",   // no such month
-		"2026-09-17T24:00:00.000Z",   // no such hour
-		"1969-12-31T23:59:59.999Z",   // before the epoch
+		"2026-09-17t08:05:00.000z", // lowercase
+		"2026-02-30T08:05:00.000Z", // no such day
+		"2026-13-01T08:05:00.000Z", // no such month
+		"2026-09-17T24:00:00.000Z", // no such hour
+		"1969-12-31T23:59:59.999Z", // before the epoch
 		"+2026-09-17T08:05:00.000Z",
 		"",
 	} {
