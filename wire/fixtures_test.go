@@ -63,6 +63,11 @@ func fixtures() []fixture {
 			{"Bad Name.toml", nil, "the file name is not a valid grant id"},
 		}})},
 		{"msg-grants_report-empty", envelope(4, true, GrantsReport{[]GrantProblem{}})},
+		{"msg-say", envelope(5, true, Say{&fxSession, "read my notes for today"})},
+		{"msg-say-new-session", envelope(5, true, Say{nil, "hello"})},
+		{"msg-turn_event-session", envelope(5, false, TurnSession{fxSession, 0})},
+		{"msg-turn_event-approval_pending", envelope(5, false, TurnApprovalPending{41, "read_file", fxExpires})},
+		{"msg-turn_event-reply", envelope(5, true, TurnReply{"Your notes say hello."})},
 	}
 	for _, r := range AllDenyReasons() {
 		fx = append(fx, fixture{"msg-tool_response-denied-" + r.String(), envelope(7, true, DeniedResponse{r})})
@@ -98,6 +103,7 @@ func fixtures() []fixture {
 	)
 	turn := func(e TurnEvent) *TurnEvent { return &e }
 	fx = append(fx,
+		fixture{"turn-session", turn(TurnSession{fxSession, 2})},
 		fixture{"turn-text", turn(TurnText{"Let me look."})},
 		fixture{"turn-tool_call", turn(TurnToolCall{3, "read_file", fxReadArgs})},
 		fixture{"turn-tool_outcome-result", turn(TurnToolOutcome{3, "read_file", ToolResult, nil, Private, false})},
@@ -195,7 +201,7 @@ func TestFixturesCoverEveryVariant(t *testing.T) {
 	}
 	var want []string
 	for k := range messages {
-		if k != KindToolResponse {
+		if k != KindToolResponse && k != KindTurnEvent {
 			want = append(want, "msg-"+k)
 		}
 	}

@@ -38,6 +38,8 @@ const (
 	KindOK            = "ok"
 	KindCheckGrants   = "check_grants"
 	KindGrantsReport  = "grants_report"
+	KindSay           = "say"
+	KindTurnEvent     = "turn_event"
 )
 
 // WireError reports a protocol or server error; the connection is closed after it.
@@ -61,6 +63,8 @@ var messages = map[string]func([]byte) (Message, error){
 	KindOK:            as[OK, Message],
 	KindCheckGrants:   as[CheckGrants, Message],
 	KindGrantsReport:  as[GrantsReport, Message],
+	KindSay:           as[Say, Message],
+	KindTurnEvent:     func(b []byte) (Message, error) { return turnEvents.decode(b) },
 }
 
 // MarshalEnvelope encodes e. Its message must be one of the kinds above.

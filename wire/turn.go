@@ -7,6 +7,13 @@ import "github.com/go-json-experiment/json/jsontext"
 // truncation, never content: the client shows what happened, not the data.
 type TurnEvent interface{ isTurnEvent() }
 
+// TurnSession opens every turn's response: the session the turn runs in
+// (new when the client asked for none) and its current epoch.
+type TurnSession struct {
+	Session SessionID `json:"session"`
+	Epoch   Epoch     `json:"epoch"`
+}
+
 // TurnText is text the assistant produced during the turn.
 type TurnText struct {
 	Content string `json:"content"`
@@ -47,12 +54,18 @@ type TurnFailed struct {
 	Message string `json:"message"`
 }
 
+func (TurnSession) isTurnEvent()         {}
 func (TurnText) isTurnEvent()            {}
 func (TurnToolCall) isTurnEvent()        {}
 func (TurnToolOutcome) isTurnEvent()     {}
 func (TurnApprovalPending) isTurnEvent() {}
 func (TurnReply) isTurnEvent()           {}
 func (TurnFailed) isTurnEvent()          {}
+
+func (v TurnSession) MarshalJSONTo(e *jsontext.Encoder) error {
+	type plain TurnSession
+	return marshalTagged(e, "type", "session", plain(v))
+}
 
 func (v TurnText) MarshalJSONTo(e *jsontext.Encoder) error {
 	type plain TurnText
@@ -85,6 +98,7 @@ func (v TurnFailed) MarshalJSONTo(e *jsontext.Encoder) error {
 }
 
 var turnEvents = union[TurnEvent]{"turn event", "type", map[string]func([]byte) (TurnEvent, error){
+	"session":          as[TurnSession, TurnEvent],
 	"text":             as[TurnText, TurnEvent],
 	"tool_call":        as[TurnToolCall, TurnEvent],
 	"tool_outcome":     as[TurnToolOutcome, TurnEvent],
