@@ -5,7 +5,10 @@ import "github.com/go-json-experiment/json/jsontext"
 // TurnEvent is something that happened during a turn, for the owner's client
 // (bxctl chat, gatewayd), tagged by "type". Tool outcomes carry class and
 // truncation, never content: the client shows what happened, not the data.
-type TurnEvent interface{ isTurnEvent() }
+type TurnEvent interface {
+	Message
+	isTurnEvent()
+}
 
 // TurnSession opens every turn's response: the session the turn runs in
 // (new when the client asked for none) and its current epoch.
