@@ -1,0 +1,89 @@
+package policy
+
+import "boxmaker/wire"
+
+// RunbookGrantsInvalid ends every message about invalid grants. policy cannot
+// import the runbook package, so the anchor is written out here; the gate's
+// runbook test finds it like any other.
+const RunbookGrantsInvalid = "see docs/runbook.md#grants-invalid"
+
+// Decide reads the grants in grantsDir and decides req for a session in
+// state st at time now. The checks run in this order, the first that fails
+// deciding: the grant set is valid (grants_invalid), the state is valid
+// (state_unreadable), the tool is known (no_grant: no grant can name another
+// tool), the arguments parse and pass the form checks (invalid_arguments),
+// then matching.
+func Decide(grantsDir string, req wire.ToolRequest, st State, now wire.Timestamp) Decision {
+	set, problems, err := LoadGrants(grantsDir)
+	if err != nil {
+		// The directory itself is the problem; "." names it relative to itself.
+		problems = []wire.GrantProblem{{File: ".", Problem: err.Error()}}
+	}
+	return decideSet(set, problems, req, st, now)
+}
+
+// decideSet decides against a set already loaded; set is nil when invalid.
+func decideSet(set *GrantSet, problems []wire.GrantProblem, req wire.ToolRequest, st State, now wire.Timestamp) Decision {
+	d := &decision{req: req, state: st}
+	deny := func(r wire.DenyReason) Decision {
+		d.outcome = wire.OutcomeDenied{Reason: r}
+		return Decision{d}
+	}
+	if set == nil {
+		d.problems = problems
+		return deny(wire.GrantsInvalid)
+	}
+	// A zero or unknown taint would compare below every max_taint; refuse it
+	// rather than guess.
+	if !st.Taint.Valid() {
+		return deny(wire.StateUnreadable)
+	}
+	tool, ok := ParseTool(req.Tool)
+	if !ok {
+		return deny(wire.NoGrant)
+	}
+	args, err := ParseArgs(tool, req.Arguments)
+	if err != nil {
+		d.argsErr = err
+		return deny(wire.InvalidArguments)
+	}
+	d.args = args
+	m, reason := matchGrants(set, args, st.Taint, now)
+	if m == nil {
+		return deny(reason)
+	}
+	d.m = m
+	switch m.g.g.Mode {
+	case wire.Auto:
+		d.outcome = wire.OutcomeAllowed{}
+	case wire.Ask:
+		d.outcome = wire.OutcomeAsk{}
+	default:
+		d.outcome = wire.OutcomeDenied{Reason: wire.DeniedByGrant}
+	}
+	return Decision{d}
+}
+
+// Redecide decides prev's request again, with the grants and state as they
+// are now, after the owner approved it (M3a §6). An ask or auto outcome may
+// run, under the grant matched now; any denial denies. prev must be an ask
+// decision from Decide, and each can be re-decided once: a second Redecide,
+// or one of anything else, returns an error and the zero Decision.
+func Redecide(grantsDir string, prev Decision, st State, now wire.Timestamp) (Decision, error) {
+	p := prev.d
+	if p == nil {
+		return Decision{}, ErrZeroDecision
+	}
+	if _, ask := p.outcome.(wire.OutcomeAsk); !ask || p.approved {
+		return Decision{}, ErrNotPending
+	}
+	if !p.claimed.CompareAndSwap(false, true) {
+		return Decision{}, ErrAlreadyClaimed
+	}
+	d := Decide(grantsDir, p.req, st, now)
+	switch d.d.outcome.(type) {
+	case wire.OutcomeAsk, wire.OutcomeAllowed:
+		d.d.approved = true
+	}
+	return d, nil
+}

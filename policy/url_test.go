@@ -1,0 +1,58 @@
+package policy_test
+
+import (
+	"strings"
+	"testing"
+
+	"boxmaker/policy"
+)
+
+func TestParseURL(t *testing.T) {
+	long := "https://example.com/" + strings.Repeat("a", policy.MaxURLBytes-len("https://example.com/"))
+	for _, tc := range []struct {
+		url, host string // host "" means invalid
+	}{
+		{"https://example.com", "example.com"},
+		{"https://example.com/", "example.com"},
+		{"https://example.com:443/a", "example.com"},
+		{"https://example.com/a/b?q=1&r=%20#frag", "example.com"},
+		{"https://www.example.com/~user/!$'()*+,;=:@[]", "www.example.com"},
+		{long, "example.com"},
+		{long + "a", ""},
+		{"http://example.com/", ""},
+		{"HTTPS://example.com/", ""},
+		{"https:/example.com/", ""},
+		{"https://", ""},
+		{"https:///a", ""},
+		{"https://Example.com/", ""},
+		{"https://user@example.com/", ""},
+		{"https://user:pw@example.com/", ""},
+		{"https://example.com:8443/", ""},
+		{"https://example.com:/", ""},
+		{"https://example.com:0443/", ""},
+		{"https://example.com:443:443/", ""},
+		{"https://1.2.3.4/", ""},
+		{"https://[::1]/", ""},
+		{"https://localhost/", ""},
+		{"https://example.com?q", ""},
+		{"https://example.com#f", ""},
+		{"https://example.com/a b", ""},
+		{"https://example.com/a\tb", ""},
+		{"https://example.com/a\x7f", ""},
+		{"https://example.com/ä", ""},
+		{"https://example.com\\@evil.com/", ""},
+		{"https://example.com./", ""},
+		{" https://example.com/", ""},
+	} {
+		host, err := policy.ParseURL(tc.url)
+		if tc.host == "" {
+			if err == nil {
+				t.Errorf("ParseURL(%q) accepted, host %q", tc.url, host)
+			}
+			continue
+		}
+		if err != nil || host != tc.host {
+			t.Errorf("ParseURL(%q) = %q, %v; want %q", tc.url, host, err, tc.host)
+		}
+	}
+}
