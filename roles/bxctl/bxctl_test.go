@@ -1,0 +1,51 @@
+package bxctl
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestEveryCommandParsesAndSaysItIsNotImplemented(t *testing.T) {
+	for _, tc := range []struct {
+		args  string
+		issue string
+	}{
+		{"approvals --admin-socket /run/a.sock", "the brokerd issue (the admin socket)"},
+		{"approve 41", "the brokerd issue (the admin socket)"},
+		{"refuse 41 --reason no", "the brokerd issue (the admin socket)"},
+		{"grants check --grants /etc/boxmaker/grants", "the policy issue"},
+		{"audit verify --home /var/lib/boxmaker", "the audit issue"},
+		{"chat --say hello --json", "the loopd issue"},
+	} {
+		var out, errs bytes.Buffer
+		code := Main("bxctl", strings.Fields(tc.args), strings.NewReader(""), &out, &errs)
+		words := strings.Fields(tc.args)
+		name := words[0]
+		if name == "grants" || name == "audit" {
+			name += " " + words[1]
+		}
+		want := "bxctl " + name + ": not implemented yet; it arrives with " + tc.issue + "\n"
+		if code != 2 || out.Len() != 0 || errs.String() != want {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want 2 and %q", tc.args, code, out.String(), errs.String(), want)
+		}
+	}
+}
+
+func TestBadArgumentsAreUsageErrors(t *testing.T) {
+	for _, args := range []string{
+		"approve",          // the id is required
+		"approve -1",       // ids are unsigned
+		"approve 4 5",      // one id
+		"refuse x",         // not a number
+		"grants",           // a group, not a command
+		"audit verify --x", // unknown flag
+		"chat --say",       // --say needs its text
+	} {
+		var out, errs bytes.Buffer
+		code := Main("bxctl", strings.Fields(args), strings.NewReader(""), &out, &errs)
+		if code != 2 || out.Len() != 0 || !strings.HasPrefix(errs.String(), "bxctl: ") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2 and an error on stderr", args, code, out.String(), errs.String())
+		}
+	}
+}
