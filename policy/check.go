@@ -33,11 +33,7 @@ const (
 // checkFile applies the loading rules to one file and returns every problem
 // it finds, not only the first, so the owner can fix a file in one pass.
 func checkFile(f grantFile) (grant, []problem) {
-	var ps []problem
-	id := strings.TrimSuffix(f.name, grantExt)
-	if !wire.ValidID(id) { // rule 2
-		ps = append(ps, problem{0, fmt.Sprintf("the file stem %q is not a valid grant id (1 to 64 characters of [a-z0-9-])", id)})
-	}
+	ps := checkStem(f.name)
 	if f.readErr != nil { // rule 1
 		return grant{}, append(ps, problem{0, "cannot be read: " + f.readErr.Error()})
 	}
@@ -45,12 +41,26 @@ func checkFile(f grantFile) (grant, []problem) {
 	if err != nil { // rule 1
 		return grant{}, append(ps, decodeProblem(err))
 	}
-	ps = append(ps, checkGrant(f.data, g)...)
+	return checkDecoded(f.name, f.data, g, ps)
+}
+
+// checkStem is rule 2: the file stem is the grant id.
+func checkStem(name string) []problem {
+	if id := strings.TrimSuffix(name, grantExt); !wire.ValidID(id) {
+		return []problem{{0, fmt.Sprintf("the file stem %q is not a valid grant id (1 to 64 characters of [a-z0-9-])", id)}}
+	}
+	return nil
+}
+
+// checkDecoded applies rules 3 to 8 to a decoded grant, after the problems
+// ps already found, and builds the grant if there are none.
+func checkDecoded(name string, data []byte, g wire.Grant, ps []problem) (grant, []problem) {
+	ps = append(ps, checkGrant(data, g)...)
 	if len(ps) > 0 {
 		return grant{}, ps
 	}
 	tool, _ := ParseTool(g.Tool)
-	return grant{id: id, sha: wire.Sha256(f.data), tool: tool, g: g}, nil
+	return grant{id: strings.TrimSuffix(name, grantExt), sha: wire.Sha256(data), tool: tool, g: g}, nil
 }
 
 func decodeProblem(err error) problem {

@@ -35,40 +35,46 @@ func TestBothHostsListed(t *testing.T) {
 	}
 }
 
+var (
+	label63 = strings.Repeat("a", 63)
+	long253 = strings.Repeat(label63+".", 3) + strings.Repeat("b", 61)
+)
+
+// hostCases also seed FuzzHost.
+var hostCases = []struct {
+	host string
+	ok   bool
+}{
+	{"example.com", true},
+	{"a.b", true},
+	{"x-1.example.com", true},
+	{"0a.example.com", true},
+	{label63 + ".com", true},
+	{long253, true},
+	{long253 + "b", false}, // 254 bytes
+	{strings.Repeat("a", 64) + ".com", false},
+	{"", false},
+	{"com", false},
+	{"Example.com", false},
+	{"example..com", false},
+	{".example.com", false},
+	{"example.com.", false},
+	{"-a.example.com", false},
+	{"a-.example.com", false},
+	{"a_b.example.com", false},
+	{"*.example.com", false},
+	{"1.2.3.4", false},
+	{"127.1", false},
+	{"a.0x7f", false},
+	{"a.0x", false},
+	{"a.0xg", true},
+	{"a.1a", true},
+	{"[::1]", false},
+	{"exämple.com", false},
+}
+
 func TestValidHost(t *testing.T) {
-	label63 := strings.Repeat("a", 63)
-	long := strings.Repeat(label63+".", 3) + strings.Repeat("b", 61) // 253 bytes
-	for _, tc := range []struct {
-		host string
-		ok   bool
-	}{
-		{"example.com", true},
-		{"a.b", true},
-		{"x-1.example.com", true},
-		{"0a.example.com", true},
-		{label63 + ".com", true},
-		{long, true},
-		{long + "b", false}, // 254 bytes
-		{strings.Repeat("a", 64) + ".com", false},
-		{"", false},
-		{"com", false},
-		{"Example.com", false},
-		{"example..com", false},
-		{".example.com", false},
-		{"example.com.", false},
-		{"-a.example.com", false},
-		{"a-.example.com", false},
-		{"a_b.example.com", false},
-		{"*.example.com", false},
-		{"1.2.3.4", false},
-		{"127.1", false},
-		{"a.0x7f", false},
-		{"a.0x", false},
-		{"a.0xg", true},
-		{"a.1a", true},
-		{"[::1]", false},
-		{"exämple.com", false},
-	} {
+	for _, tc := range hostCases {
 		if got := policy.ValidHost(tc.host); got != tc.ok {
 			t.Errorf("ValidHost(%q) = %v, want %v", tc.host, got, tc.ok)
 		}

@@ -6,8 +6,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 
 	"boxmaker/wire"
@@ -56,16 +58,56 @@ func LoadGrants(dir string) (*GrantSet, []wire.GrantProblem, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("policy: cannot read the grants directory: %w", err)
 	}
-	var files []grantFile
+	var names []string
 	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), grantExt) {
-			continue
+		if strings.HasSuffix(e.Name(), grantExt) {
+			names = append(names, e.Name())
 		}
-		data, err := readGrantFile(filepath.Join(dir, e.Name()))
-		files = append(files, grantFile{name: e.Name(), data: data, readErr: err})
 	}
-	set, problems := buildSet(files)
+	results := checkAll(dir, names)
+	set, problems := collect(len(results), func(i int) (string, grant, []problem) {
+		return names[i], results[i].g, results[i].ps
+	})
 	return set, problems, nil
+}
+
+// checked is one file's grant, or its problems.
+type checked struct {
+	g  grant
+	ps []problem
+}
+
+// filesPerWorker is the least work worth a goroutine: below it, starting
+// one costs more than it saves.
+const filesPerWorker = 8
+
+// checkAll reads and checks each named file. Decoding is most of what a
+// decision costs and the files are independent, so large sets are spread
+// over the available cores; every worker is joined before checkAll returns.
+func checkAll(dir string, names []string) []checked {
+	out := make([]checked, len(names))
+	one := func(i int) {
+		data, err := readGrantFile(filepath.Join(dir, names[i]))
+		g, ps := checkFile(grantFile{name: names[i], data: data, readErr: err})
+		out[i] = checked{g, ps}
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(names)/filesPerWorker)
+	if workers <= 1 {
+		for i := range names {
+			one(i)
+		}
+		return out
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(names); i += workers {
+				one(i)
+			}
+		})
+	}
+	wg.Wait()
+	return out
 }
 
 // readGrantFile opens without blocking and refuses anything but a regular
@@ -93,16 +135,17 @@ func readGrantFile(path string) ([]byte, error) {
 	return data, nil
 }
 
-// buildSet decodes and checks each file; one problem anywhere invalidates the
-// whole set, because a skipped deny grant would turn into an allow wherever
-// another grant matches.
-func buildSet(files []grantFile) (*GrantSet, []wire.GrantProblem) {
+// collect gathers the valid grants of n checked files or, if any file has a
+// problem, every problem: one invalid file invalidates the whole set, because
+// a skipped deny grant would turn into an allow wherever another grant
+// matches.
+func collect(n int, check func(i int) (name string, g grant, ps []problem)) (*GrantSet, []wire.GrantProblem) {
 	set := &GrantSet{}
 	var problems []wire.GrantProblem
-	for _, f := range files {
-		g, ps := checkFile(f)
+	for i := range n {
+		name, g, ps := check(i)
 		for _, p := range ps {
-			problems = append(problems, p.forFile(f.name))
+			problems = append(problems, p.forFile(name))
 		}
 		if len(ps) == 0 {
 			set.grants = append(set.grants, g)

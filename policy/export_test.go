@@ -1,0 +1,25 @@
+package policy
+
+import (
+	"slices"
+
+	"boxmaker/wire"
+)
+
+// DecideGrants decides against grants held in memory (file stem to decoded
+// grant), through every loading rule after TOML decoding, and then exactly
+// as Decide does. The property test uses it to run many more cases than it
+// could write to disk.
+func DecideGrants(grants map[string]wire.Grant, req wire.ToolRequest, st State, now wire.Timestamp) Decision {
+	names := make([]string, 0, len(grants))
+	for id := range grants {
+		names = append(names, id)
+	}
+	slices.Sort(names)
+	set, problems := collect(len(names), func(i int) (string, grant, []problem) {
+		name := names[i] + grantExt
+		g, ps := checkDecoded(name, nil, grants[names[i]], checkStem(name))
+		return name, g, ps
+	})
+	return decideSet(set, problems, req, st, now)
+}

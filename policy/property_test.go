@@ -1,0 +1,148 @@
+package policy_test
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"boxmaker/policy"
+	"boxmaker/wire"
+)
+
+var (
+	seedFlag  = flag.Uint64("policy.seed", 0, "seed for the property tests (0: a fresh one, printed on failure)")
+	casesFlag = flag.Int("policy.cases", 100_000, "cases for the in-memory property test")
+	diskFlag  = flag.Int("policy.disk", 2_000, "cases for the property test through files on disk")
+)
+
+func propertySeed() uint64 {
+	if *seedFlag != 0 {
+		return *seedFlag
+	}
+	return uint64(time.Now().UnixNano())
+}
+
+// shards split the cases so the two cores share them; each shard has its own
+// generator, seeded from the one seed, so a run still reproduces from it.
+const shards = 4
+
+// TestPropertyInMemory: generated grant sets, taints and requests, decided
+// through every loading rule after TOML decoding, agree with the oracle.
+func TestPropertyInMemory(t *testing.T) {
+	seed := propertySeed()
+	var mu sync.Mutex
+	counts := map[string]int{}
+	t.Run("shards", func(t *testing.T) {
+		for shard := range shards {
+			t.Run(strconv.Itoa(shard), func(t *testing.T) {
+				t.Parallel()
+				x := newXorshift(seed + uint64(shard))
+				local := map[string]int{}
+				for i := range *casesFlag / shards {
+					c := x.genCase()
+					req := request(c.tool, c.args.json())
+					d := policy.DecideGrants(c.grants, req, policy.State{Taint: c.taint}, c.now)
+					local[outcomeName(d)]++
+					if !agree(t, c, d) {
+						t.Fatalf("shard %d case %d disagrees; rerun with -policy.seed=%d", shard, i, seed)
+					}
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				for k, v := range local {
+					counts[k] += v
+				}
+			})
+		}
+	})
+	t.Logf("seed %d: %v", seed, counts)
+	// The generator must reach every outcome, or the test proves little.
+	for _, o := range []string{"allowed", "ask", "denied_by_grant", "no_grant", "grant_expired",
+		"taint_too_high", "invalid_arguments", "grants_invalid", "state_unreadable"} {
+		if counts[o] == 0 && *casesFlag >= 100_000 {
+			t.Errorf("no case ended %s; seed %d", o, seed)
+		}
+	}
+}
+
+// TestPropertyOnDisk: the same through real files and Decide, fewer cases.
+func TestPropertyOnDisk(t *testing.T) {
+	seed := propertySeed()
+	root := t.TempDir()
+	for shard := range shards {
+		t.Run(strconv.Itoa(shard), func(t *testing.T) {
+			t.Parallel()
+			x := newXorshift(seed ^ 0xd15c + uint64(shard))
+			for i := range *diskFlag / shards {
+				c := x.genCase()
+				dir, err := os.MkdirTemp(root, "g")
+				if err != nil {
+					t.Fatal(err)
+				}
+				for id, g := range c.grants {
+					if err := os.WriteFile(filepath.Join(dir, id+".toml"), []byte(tomlFile(g)), 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+				d := policy.Decide(dir, request(c.tool, c.args.json()), policy.State{Taint: c.taint}, c.now)
+				if !agree(t, c, d) {
+					t.Fatalf("shard %d case %d disagrees; rerun with -policy.seed=%d", shard, i, seed)
+				}
+			}
+		})
+	}
+}
+
+// agree compares a decision with the oracle and reports the case if not.
+func agree(t *testing.T, c genCase, d policy.Decision) bool {
+	t.Helper()
+	want := oracle(c)
+	got := expect{outcome: outcomeName(d), grant: grantID(d)}
+	if got.outcome == "allowed" {
+		a, err := d.Claim()
+		if err != nil {
+			t.Errorf("allowed but Claim failed: %v", err)
+			return false
+		}
+		got.paths, got.hosts = a.Paths(), a.Hosts()
+	} else {
+		want.paths, want.hosts = nil, nil
+	}
+	if got.outcome == want.outcome && got.grant == want.grant && sameList(got.paths, want.paths) && sameList(got.hosts, want.hosts) {
+		return true
+	}
+	t.Errorf("policy %+v, oracle %+v\ntool %q args %s taint %v\ngrants:", got, want, c.tool, c.args.json(), c.taint)
+	for id, g := range c.grants {
+		t.Errorf("  %q: %s", id, describe(g))
+	}
+	return false
+}
+
+func sameList(a, b []string) bool { return len(a) == 0 && len(b) == 0 || reflect.DeepEqual(a, b) }
+
+func describe(g wire.Grant) string {
+	exp := "never"
+	if g.Expires != nil {
+		exp = g.Expires.String()
+	}
+	return g.Tool + " " + g.Mode.String() + " max " + g.MaxTaint.String() + " expires " + exp +
+		" paths " + quoteList(g.Constraints.Paths) + " hosts " + quoteList(g.Constraints.Hosts)
+}
+
+func quoteList(l []string) string { return reflect.ValueOf(l).String() + " " + tomlList(l) }
+
+func tomlList(l []string) string {
+	s := "["
+	for i, v := range l {
+		if i > 0 {
+			s += ", "
+		}
+		s += tomlString(v)
+	}
+	return s + "]"
+}
