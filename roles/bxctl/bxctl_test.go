@@ -14,7 +14,6 @@ func TestEveryCommandParsesAndSaysItIsNotImplemented(t *testing.T) {
 		{"approvals --admin-socket /run/a.sock", "the brokerd issue (the admin socket)"},
 		{"approve 41", "the brokerd issue (the admin socket)"},
 		{"refuse 41 --reason no", "the brokerd issue (the admin socket)"},
-		{"grants check --grants /etc/boxmaker/grants", "the policy issue"},
 		{"audit verify --home /var/lib/boxmaker", "the audit issue"},
 		{"chat --say hello --json", "the loopd issue"},
 	} {
