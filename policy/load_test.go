@@ -255,3 +255,25 @@ func TestFormatProblem(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecExample: the grant file M3a §3 shows, verbatim, loads and allows
+// what it says.
+func TestSpecExample(t *testing.T) {
+	example := `# grants/notes-read.toml
+tool = "read_file"
+mode = "auto"
+max_taint = "secret"
+result_class = "private"
+untrusted = false
+expires = "2027-01-01T00:00:00.000Z"
+
+[constraints]
+paths = ["/home/kyle/notes"]
+`
+	dir := grantsDir(t, map[string]string{"notes-read.toml": example})
+	d := policy.Decide(dir, request("read_file", `{"path":"/home/kyle/notes/todo.md"}`), policy.State{Taint: wire.Secret}, now)
+	g, _ := d.Grant()
+	if got := outcomeName(d); got != "allowed" || g.ID != "notes-read" || g.Untrusted || g.ResultClass != wire.Private {
+		t.Errorf("got %s, grant %+v", got, g)
+	}
+}
