@@ -1,0 +1,87 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const good = `[paths]
+home = "/var/lib/boxmaker"
+
+[model]
+socket = "/var/lib/boxmaker/run/loop-infer/infer.sock"
+slot = 1
+max_steps = 8
+
+[listen]
+socket = "/var/lib/boxmaker/run/owner-loop/loop.sock"
+
+[broker]
+socket = "/var/lib/boxmaker/run/loop-broker/broker.sock"
+`
+
+func TestParseGood(t *testing.T) {
+	c, err := Parse("loopd.toml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Paths.Home != "/var/lib/boxmaker" || c.Model.Slot != 1 || c.Model.MaxSteps != 8 || c.Broker.Socket == "" {
+		t.Fatalf("got %+v", c)
+	}
+	// Defaults.
+	if c.Model.NCtx != 0 || c.Model.EpochPercent != DefaultEpochPercent || c.Model.ReplyTimeoutS != DefaultReplyTimeoutS ||
+		c.Model.IdleTimeoutS != DefaultIdleTimeoutS || c.Model.SystemPrompt != DefaultSystemPrompt {
+		t.Fatalf("defaults: %+v", c.Model)
+	}
+}
+
+func TestParseRefuses(t *testing.T) {
+	for _, tc := range []struct{ name, text, want string }{
+		{"unknown key", good + "\n[model2]\nx = 1\n", `loopd.toml:15: unknown key "model2"`},
+		{"unknown nested key", strings.Replace(good, "slot = 1", "slots = 1", 1), `loopd.toml:6: unknown key "model.slots"`},
+		{"case variant", strings.Replace(good, "home =", "Home =", 1), `loopd.toml:2: unknown key "paths.Home"`},
+		{"wrong type", strings.Replace(good, "slot = 1", `slot = "one"`, 1), "loopd.toml:6:"},
+		{"not a table", "paths = 1\n", `loopd.toml:1: "paths" must be a table`},
+		{"syntax", "[paths\n", "loopd.toml:1:"},
+		{"missing home", strings.Replace(good, `home = "/var/lib/boxmaker"`, "", 1), "[paths] home is required"},
+		{"relative home", strings.Replace(good, `home = "/var/lib/boxmaker"`, `home = "state"`, 1), "loopd.toml:2: [paths] home must be an absolute path"},
+		{"missing model socket", strings.Replace(good, `socket = "/var/lib/boxmaker/run/loop-infer/infer.sock"`, "", 1), "[model] socket"},
+		{"zero steps", strings.Replace(good, "max_steps = 8", "max_steps = 0", 1), "loopd.toml:7: [model] max_steps must be at least 1"},
+		{"both prompts", strings.Replace(good, "slot = 1", "slot = 1\nsystem_prompt = \"a\"\nsystem_prompt_file = \"b\"", 1), "exclusive"},
+		{"epoch percent", strings.Replace(good, "slot = 1", "slot = 1\nepoch_percent = 99", 1), "epoch_percent"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("loopd.toml", []byte(tc.text))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoadSystemPromptFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "system.md"), []byte("Be brief."), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(good, "slot = 1", "slot = 1\nsystem_prompt_file = \"system.md\"", 1)
+	path := filepath.Join(dir, "loopd.toml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Model.SystemPrompt != "Be brief." {
+		t.Fatalf("system prompt %q", c.Model.SystemPrompt)
+	}
+	if err := os.Remove(filepath.Join(dir, "system.md")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), path+":7: system_prompt_file:") {
+		t.Fatalf("missing file: %v", err)
+	}
+}
