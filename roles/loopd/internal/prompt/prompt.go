@@ -1,0 +1,183 @@
+// Package prompt builds the body of a chat completion request from a
+// session's log records, deterministically: the same records always give
+// the same bytes, so a restarted loopd sends exactly what it sent before and
+// the server's prompt cache is hit in full.
+//
+// The body is laid out so that history is only ever appended:
+//
+//	{"id_slot":S,"cache_prompt":true,"stream":true,"tools":[…],"messages":[{system},M1,…,Mn]}
+//
+// Everything up to the system message is the head, fixed for an epoch. The
+// bytes from "tools" through the system message are the prompt prefix; their
+// SHA-256 is the epoch's baseline (SessionStart.baseline). Each record that
+// the model reads renders to one message, kept in memory; a new record
+// renders once and is appended, so building a request never re-reads the
+// log and never re-renders old records.
+//
+// Text from outside the prefix (the owner's messages, the model's own
+// fields and tool results) passes through neutral.Neutralise on its way
+// into the body; the records themselves keep the original.
+package prompt
+
+import (
+	"crypto/sha256"
+	"hash"
+	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"boxmaker/roles/loopd/internal/neutral"
+	"boxmaker/wire"
+)
+
+// Prefix is what the model reads before any history: fixed for an epoch.
+type Prefix struct {
+	// System is the system prompt.
+	System string
+	// Core is memory/core.md.
+	Core string
+	// Tools is the JSON array of tool definitions offered to the model.
+	Tools []byte
+}
+
+// CoreHeading introduces core memory inside the system message.
+const CoreHeading = "\n\n# Core memory (memory/core.md)\n\n"
+
+// render is the prefix's bytes: `"tools":[…],"messages":[{system}`.
+func (p Prefix) render() []byte {
+	b := append([]byte(`"tools":`), p.Tools...)
+	b = append(b, `,"messages":[{"role":"system","content":`...)
+	b = appendString(b, p.System+CoreHeading+p.Core)
+	return append(b, '}')
+}
+
+// Baseline is the SHA-256 of the prefix's bytes as they appear in the body.
+func (p Prefix) Baseline() wire.Hash32 { return wire.Sha256(p.render()) }
+
+// Request is the rendered request of one epoch, grown one record at a time.
+type Request struct {
+	buf  []byte // the head and every rendered message, each after a comma
+	head int    // len(buf) before any record
+	ends []int  // len(buf) after each record appended
+	// sum has hashed buf so far, so hashing a body costs only its tail.
+	sum    hash.Hash
+	summed int
+}
+
+// New starts an epoch's request for slot with prefix p.
+func New(slot uint32, p Prefix) *Request {
+	b := append([]byte(`{"id_slot":`), strconv.FormatUint(uint64(slot), 10)...)
+	b = append(b, `,"cache_prompt":true,"stream":true,`...)
+	b = append(b, p.render()...)
+	return &Request{buf: b, head: len(b), sum: sha256.New()}
+}
+
+// Append renders rec and adds it. Records the model does not read
+// (SessionStart, CacheLoss, EpochEnd) add nothing but still count.
+func (r *Request) Append(rec wire.LogRecord) {
+	switch v := rec.(type) {
+	case wire.UserRecord:
+		r.buf = append(r.buf, `,{"role":"user","content":`...)
+		r.buf = appendString(r.buf, neutral.Neutralise(v.Content))
+		r.buf = append(r.buf, '}')
+	case wire.AssistantRecord:
+		r.buf = appendAssistant(r.buf, v)
+	case wire.ToolResultRecord:
+		r.buf = append(r.buf, `,{"role":"tool","tool_call_id":`...)
+		r.buf = appendString(r.buf, neutral.Neutralise(v.ToolCallID))
+		r.buf = append(r.buf, `,"content":`...)
+		r.buf = appendString(r.buf, neutral.Neutralise(v.Content))
+		r.buf = append(r.buf, '}')
+	}
+	r.ends = append(r.ends, len(r.buf))
+}
+
+// appendAssistant writes the fields as the server returned them: content
+// (null stays null), reasoning_content when the server sent one, and
+// tool_calls when there are any.
+func appendAssistant(b []byte, v wire.AssistantRecord) []byte {
+	b = append(b, `,{"role":"assistant","content":`...)
+	b = appendOptString(b, v.Content)
+	if v.ReasoningContent != nil {
+		b = append(b, `,"reasoning_content":`...)
+		b = appendOptString(b, v.ReasoningContent)
+	}
+	if len(v.ToolCalls) > 0 {
+		b = append(b, `,"tool_calls":[`...)
+		for i, c := range v.ToolCalls {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"id":`...)
+			b = appendString(b, neutral.Neutralise(c.ID))
+			b = append(b, `,"type":"function","function":{"name":`...)
+			b = appendString(b, neutral.Neutralise(c.Name))
+			b = append(b, `,"arguments":`...)
+			b = appendString(b, neutral.Neutralise(c.Arguments))
+			b = append(b, `}}`...)
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
+// Len is the number of records appended.
+func (r *Request) Len() int { return len(r.ends) }
+
+// Body is the request for every record appended so far.
+func (r *Request) Body() []byte { return r.BodyAt(len(r.ends)) }
+
+// BodyAt is the request as it was when only the first n records were
+// appended: what loopd sent at that point.
+func (r *Request) BodyAt(n int) []byte {
+	end := r.head
+	if n > 0 {
+		end = r.ends[n-1]
+	}
+	out := make([]byte, 0, end+2)
+	out = append(out, r.buf[:end]...)
+	return append(out, "]}"...)
+}
+
+// Hash is the SHA-256 of Body(), computed from a running hash of the
+// history, so it does not grow with the session.
+func (r *Request) Hash() wire.Hash32 {
+	r.sum.Write(r.buf[r.summed:])
+	r.summed = len(r.buf)
+	h, err := r.sum.(hash.Cloner).Clone()
+	if err != nil {
+		// sha256 always clones; hash the whole body rather than guess.
+		return wire.Sha256(r.Body())
+	}
+	h.Write([]byte("]}"))
+	var out wire.Hash32
+	copy(out[:], h.Sum(nil))
+	return out
+}
+
+// SummaryBody is the request that asks for the epoch's summary: the whole
+// history, then instruction as a user message, with the answer bounded by
+// maxTokens. The prefix is unchanged, so the request still hits the cache.
+func (r *Request) SummaryBody(instruction string, maxTokens int) []byte {
+	out := make([]byte, 0, len(r.buf)+len(instruction)+64)
+	out = append(out, r.buf...)
+	out = append(out, `,{"role":"user","content":`...)
+	out = appendString(out, instruction)
+	out = append(out, `}],"max_tokens":`...)
+	out = strconv.AppendInt(out, int64(maxTokens), 10)
+	return append(out, '}')
+}
+
+func appendOptString(b []byte, s *string) []byte {
+	if s == nil {
+		return append(b, "null"...)
+	}
+	return appendString(b, neutral.Neutralise(*s))
+}
+
+// appendString writes s as a JSON string. Invalid UTF-8 cannot occur (every
+// string came through a strict decoder); jsontext would replace it.
+func appendString(b []byte, s string) []byte {
+	out, _ := jsontext.AppendQuote(b, s)
+	return out
+}
