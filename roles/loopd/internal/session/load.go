@@ -62,7 +62,8 @@ func (s *Session) load(ctx context.Context) error {
 	}
 	if b := p.Baseline(); b != start.Baseline {
 		s.report("epoch %d: the prompt prefix (system prompt, memory/core.md or the tool schemas) changed since the epoch began "+
-			"(baseline %s, now %s); the epoch goes on with the new prefix, and the server's cache misses once", n, start.Baseline, b)
+			"(baseline %s, now %s); the epoch goes on with the new prefix, and the server's cache misses once; %s",
+			n, start.Baseline, b, runbook.See("session-rebuild-differs"))
 	}
 	s.epoch, s.slot, s.path = n, start.Slot, path
 	s.req = prompt.New(s.slot, p)
@@ -168,11 +169,12 @@ func (s *Session) verifySent() {
 		return
 	}
 	if sent.Records > s.req.Len() {
-		s.report("epoch %d: the log has %d records, but the last request sent was built from %d: records are missing",
-			s.epoch, s.req.Len(), sent.Records)
+		s.report("epoch %d: the log has %d records, but the last request sent was built from %d: records are missing; %s",
+			s.epoch, s.req.Len(), sent.Records, runbook.See("session-rebuild-differs"))
 	} else if body := s.req.BodyAt(sent.Records); len(body) != sent.Bytes || wire.Sha256(body) != sent.Hash {
 		s.report("epoch %d: the log no longer renders the request last sent (%d records, %d bytes, sha256 %s; now %d bytes, sha256 %s): "+
-			"a record was changed after it was written", s.epoch, sent.Records, sent.Bytes, sent.Hash, len(body), wire.Sha256(body))
+			"a record was changed after it was written; %s",
+			s.epoch, sent.Records, sent.Bytes, sent.Hash, len(body), wire.Sha256(body), runbook.See("session-rebuild-differs"))
 	}
 	s.last = sent
 }

@@ -9,6 +9,7 @@ import (
 	"boxmaker/roles/loopd/internal/prompt"
 	"boxmaker/roles/loopd/internal/sessionlog"
 	"boxmaker/roles/loopd/internal/tools"
+	"boxmaker/runbook"
 	"boxmaker/wire"
 )
 
@@ -152,7 +153,8 @@ func (s *Session) ask(ctx context.Context) (*llama.Reply, error) {
 			if err := s.write(loss); err != nil {
 				return nil, err
 			}
-			s.report("epoch %d: the server kept %d prompt tokens of the %d expected (a cache loss)", s.epoch, t.CacheN, want)
+			s.report("epoch %d: the server kept %d prompt tokens of the %d expected (a cache loss); %s",
+				s.epoch, t.CacheN, want, runbook.See("cache-loss"))
 		}
 	}
 	rec := wire.AssistantRecord{Time: s.now(), Content: reply.Content,
