@@ -1,0 +1,185 @@
+// Package channel serves the channel protocol on loop.sock (wire/channel.go):
+// one request per connection; a say is answered by the turn's events as
+// turn_event frames, the last one final; any other kind gets error
+// forbidden, and a frame that cannot be read gets its error
+// (wire.ErrorCodeFor). Either way only that connection closes.
+package channel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"boxmaker/runbook"
+	"boxmaker/wire"
+)
+
+// SayFunc runs one turn, calling emit for each event in order; the last
+// event is TurnReply or TurnFailed.
+type SayFunc func(ctx context.Context, session *wire.SessionID, text string, emit func(wire.TurnEvent))
+
+// Timeouts for a client: to send its request, and to take each frame.
+// Neither bounds a turn, which lasts as long as the model and tools take.
+const (
+	RequestTimeout = 30 * time.Second
+	WriteTimeout   = 30 * time.Second
+)
+
+// Listen makes loop.sock at path: its directory is created 0700 if missing
+// (an existing one keeps its mode: it may be shared with a client's group),
+// a stale socket left by a crash is removed, and the socket is 0600. A
+// socket another loopd still answers on is not removed.
+func Listen(path string) (*net.UnixListener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("loop.sock: %w", err)
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("loop.sock: %s exists and is not a socket; not removing it", path)
+		}
+		c, err := net.DialTimeout("unix", path, time.Second)
+		if err == nil {
+			c.Close()
+			return nil, fmt.Errorf("loop.sock: %s is in use: is another loopd running?", path)
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("loop.sock: %s exists and cannot be checked: %w", path, err)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("loop.sock: removing the stale socket: %w", err)
+		}
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("loop.sock: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("loop.sock: %w", err)
+	}
+	return ln, nil
+}
+
+// Server answers connections with say.
+type Server struct {
+	Say SayFunc
+	// Log gets a line for each refused request (nil drops it).
+	Log func(string)
+}
+
+// Serve accepts connections on ln until ctx ends, then closes ln, waits
+// for every connection's handler to return, and returns nil. Each
+// connection is served on its own goroutine, owned by Serve.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("loop.sock: %w", err)
+			}
+			// Out of file descriptors, say: wait and try again rather
+			// than stop serving.
+			s.log("loop.sock: %v", err)
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-ctx.Done():
+			}
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.handle(ctx, conn)
+		}()
+	}
+}
+
+func (s *Server) log(format string, args ...any) {
+	if s.Log != nil {
+		s.Log(fmt.Sprintf(format, args...))
+	}
+}
+
+// handle serves one connection: one request, then close.
+func (s *Server) handle(ctx context.Context, conn net.Conn) {
+	defer conn.Close()
+	// Shutting down closes the connection, which ends a blocked read or write.
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+
+	_ = conn.SetReadDeadline(time.Now().Add(RequestTimeout))
+	env, err := wire.ReadRequest(conn)
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return // connected and left without a word
+		}
+		// env.ID is set when the envelope's head was read before the
+		// error; a frame that could not be read at all is answered as id 0.
+		id := env.ID
+		var ve *wire.VersionError
+		if errors.As(err, &ve) {
+			id = ve.ID
+		}
+		s.reply(conn, id, wire.WireError{Code: wire.ErrorCodeFor(err), Detail: err.Error()})
+		return
+	}
+	say, ok := env.Msg.(wire.Say)
+	if !ok {
+		s.log("loop.sock: refused a %s message: only say is accepted here; %s", env.Msg.Kind(), runbook.See("socket-forbidden"))
+		s.reply(conn, env.ID, wire.WireError{Code: wire.Forbidden,
+			Detail: fmt.Sprintf("loop.sock accepts only say, not %s", env.Msg.Kind())})
+		return
+	}
+	_ = conn.SetReadDeadline(time.Time{})
+	w := &eventWriter{conn: conn, id: env.ID}
+	s.Say(ctx, say.Session, say.Text, w.emit)
+}
+
+func (s *Server) reply(conn net.Conn, id uint64, msg wire.Message) {
+	_ = conn.SetWriteDeadline(time.Now().Add(WriteTimeout))
+	_ = wire.WriteEnvelope(conn, wire.Reply(id, true, msg)) // the connection closes either way
+}
+
+// eventWriter sends a turn's events as frames. After a failed write it
+// drops the rest: the turn goes on (its records are in the log), but the
+// client is gone.
+type eventWriter struct {
+	conn   net.Conn
+	id     uint64
+	broken bool
+}
+
+func (w *eventWriter) emit(ev wire.TurnEvent) {
+	if w.broken {
+		return
+	}
+	final := false
+	switch ev.(type) {
+	case wire.TurnReply, wire.TurnFailed:
+		final = true
+	}
+	_ = w.conn.SetWriteDeadline(time.Now().Add(WriteTimeout))
+	err := wire.WriteEnvelope(w.conn, wire.Reply(w.id, final, ev))
+	if err != nil && final && errors.Is(err, wire.ErrFrameTooLarge) {
+		// The client must still learn how the turn ended.
+		err = wire.WriteEnvelope(w.conn, wire.Reply(w.id, true, wire.TurnFailed{
+			Message: "the answer is larger than one frame (1 MiB) and cannot be sent; it is in the session log"}))
+	}
+	if err != nil && !errors.Is(err, wire.ErrFrameTooLarge) {
+		w.broken = true
+	}
+}
