@@ -1,8 +1,8 @@
 // Package loopd is the agent loop: it holds sessions, talks to the model
 // through inferproxy, offers the model its fixed tools and sends every other
 // tool call to brokerd. It serves the channel protocol on loop.sock for
-// bxctl chat and gatewayd. Its behaviour arrives with the loopd issue; for
-// now it parses its command line and says so.
+// bxctl chat and gatewayd. Its insides are under internal/: config,
+// sessionlog, prompt, neutral, llama, tools, session, channel and server.
 package loopd
 
 import "io"
@@ -14,8 +14,6 @@ type cli struct {
 type serveCmd struct {
 	Config string `required:"" placeholder:"PATH" help:"loopd's configuration file to read."`
 }
-
-func (c *serveCmd) Run(e *env) error { return notYet(e, "serve", "the loopd issue") }
 
 // Main runs loopd with args (without the program name). name is what the
 // user typed to reach it ("loopd" or "boxmaker loopd"), used in messages and

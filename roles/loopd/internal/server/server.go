@@ -1,0 +1,109 @@
+// Package server is loopd serve: the self-test, then the session manager
+// behind loop.sock until the context ends.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"boxmaker/roles/loopd/internal/channel"
+	"boxmaker/roles/loopd/internal/config"
+	"boxmaker/roles/loopd/internal/llama"
+	"boxmaker/roles/loopd/internal/session"
+	"boxmaker/roles/loopd/internal/tools"
+	"boxmaker/runbook"
+)
+
+// Options are what Run needs besides the context.
+type Options struct {
+	Config config.Config
+	// Port runs non-core tool calls; nil means none is configured, and
+	// every such call fails with tools.NoBroker. The chat issue builds
+	// the BrokerPort from Config.Broker.Socket and passes it here.
+	Port tools.ToolPort
+	// Stderr gets the self-test's findings and the owner's notices.
+	Stderr io.Writer
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// Ready, when set, is called once loop.sock is listening.
+	Ready func()
+}
+
+// SelftestError is a failed self-test: loopd does not serve.
+type SelftestError struct{ Problems []string }
+
+func (e *SelftestError) Error() string {
+	return "self-test failed: " + strings.Join(e.Problems, "; ") + "; " + runbook.See("loopd-selftest-failed")
+}
+
+// Run checks that loopd can work, then serves until ctx ends.
+func Run(ctx context.Context, o Options) error {
+	cfg := o.Config
+	var mu sync.Mutex
+	say := func(msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(o.Stderr, "loopd: %s\n", msg)
+	}
+	client := llama.New(cfg.Model.Socket, cfg.Model.ReplyTimeout(), cfg.Model.IdleTimeout())
+	defer client.Close()
+	nctx, err := selftest(ctx, cfg, client)
+	if err != nil {
+		return err
+	}
+	ln, err := channel.Listen(cfg.Listen.Socket)
+	if err != nil {
+		return err
+	}
+	mgr := session.New(session.Config{
+		Home:         cfg.Paths.Home,
+		SystemPrompt: cfg.Model.SystemPrompt,
+		Slot:         uint32(cfg.Model.Slot),
+		MaxSteps:     cfg.Model.MaxSteps,
+		NCtx:         nctx,
+		EpochPercent: cfg.Model.EpochPercent,
+		Model:        client,
+		Tools:        &tools.Runner{Port: o.Port, Now: o.Now},
+		Now:          o.Now,
+		Report:       say,
+	})
+	say(fmt.Sprintf("serving %s (model context %d tokens, slot %d)", cfg.Listen.Socket, nctx, cfg.Model.Slot))
+	if o.Ready != nil {
+		o.Ready()
+	}
+	srv := &channel.Server{Say: mgr.Say, Log: say}
+	err = srv.Serve(ctx, ln)
+	return errors.Join(err, mgr.Close())
+}
+
+// selftest checks, before serving, everything a turn will need: core
+// memory, the model through infer.sock, the context size, and the sessions
+// directory. It reports every problem it finds, not just the first.
+func selftest(ctx context.Context, cfg config.Config, client *llama.Client) (int, error) {
+	var problems []string
+	if _, err := session.ReadCore(cfg.Paths.Home); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.Paths.Home, "sessions"), 0o700); err != nil {
+		problems = append(problems, fmt.Sprintf("cannot make the sessions directory: %v", err))
+	}
+	nctx := cfg.Model.NCtx
+	if err := client.Health(ctx); err != nil {
+		problems = append(problems, fmt.Sprintf("the model does not answer /health through %s: %v", cfg.Model.Socket, err))
+	} else if nctx == 0 {
+		if nctx, err = client.NCtx(ctx); err != nil {
+			problems = append(problems, fmt.Sprintf("cannot learn the context size (set [model] n_ctx): %v", err))
+		}
+	}
+	if len(problems) > 0 {
+		return 0, &SelftestError{Problems: problems}
+	}
+	return nctx, nil
+}

@@ -1,0 +1,41 @@
+package loopd
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A failed self-test exits 1 and says why, each problem with its runbook
+// entry, then the self-test's own.
+func TestServeSelftestFails(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "loopd.toml")
+	text := "[paths]\nhome = \"" + dir + "\"\n[model]\nsocket = \"" + filepath.Join(dir, "infer.sock") +
+		"\"\n[listen]\nsocket = \"" + filepath.Join(dir, "loop.sock") + "\"\n"
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := Main("loopd", []string{"serve", "--config", cfg}, nil, &stdout, &stderr)
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if code != 1 || len(lines) != 3 ||
+		!strings.HasPrefix(lines[0], "loopd: self-test: memory/core.md is unreadable") ||
+		!strings.HasSuffix(lines[0], "see docs/runbook.md#core-memory-unreadable") ||
+		!strings.HasPrefix(lines[1], "loopd: self-test: the model does not answer /health") ||
+		lines[2] != "loopd: self-test failed; see docs/runbook.md#loopd-selftest-failed" {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
+	}
+}
+
+func TestServeBadConfig(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "loopd.toml")
+	os.WriteFile(cfg, []byte("[paths]\nHome = \"/x\"\n"), 0o600)
+	var stdout, stderr bytes.Buffer
+	if code := Main("loopd", []string{"serve", "--config", cfg}, nil, &stdout, &stderr); code != 1 ||
+		!strings.Contains(stderr.String(), cfg+`:2: unknown key "paths.Home"`) {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}
