@@ -1,0 +1,168 @@
+package audit
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"boxmaker/wire"
+)
+
+// benchDir is a directory on the work disk for benchmarks: /var/tmp rather
+// than os.TempDir, which may be a tmpfs where fsync costs nothing.
+func benchDir(b *testing.B) string {
+	dir, err := os.MkdirTemp("/var/tmp", "audit-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+// benchLog is a valid log of about 100 MB, made once per run.
+var benchLog = sync.OnceValue(func() []byte {
+	const size = 100 << 20
+	rng := rand.New(rand.NewPCG(7, 8))
+	var out []byte
+	var prev wire.Hash32
+	ts := wire.TimestampOf(day0)
+	for seq := uint64(0); len(out) < size; seq++ {
+		ev, err := wire.Marshal(benchEvent(rng, seq))
+		if err != nil {
+			panic(err)
+		}
+		start := len(out)
+		if out, err = appendLine(out, seq, ts, prev, ev); err != nil {
+			panic(err)
+		}
+		prev = wire.Sha256(out[start:])
+		out = append(out, '\n')
+		ts += wire.Timestamp(rng.IntN(50))
+	}
+	return out
+})
+
+// benchEvent is a plausible mix: mostly decisions whose arguments are
+// commands or paths, with results and approvals.
+func benchEvent(rng *rand.Rand, seq uint64) wire.AuditEvent {
+	session := "chat-1758-" + string(rune('a'+rng.IntN(26)))
+	call := seq/3 + 1
+	switch k := rng.IntN(10); {
+	case k < 6:
+		// Arguments are JSON text, so their quotes are escaped in the line.
+		args := `{"path":"/home/kyle/notes/` + words(rng, 40) + `.md"}`
+		if k < 2 {
+			args = `{"command":"` + words(rng, 300) + `","cwd":"/home/kyle/scratch"}`
+		}
+		d := decision(session, call, []wire.DecisionRecord{wire.OutcomeAllowed{}, wire.OutcomeAsk{},
+			wire.OutcomeDenied{Reason: wire.NoGrant}}[rng.IntN(3)])
+		d.Arguments = args
+		return d
+	case k < 9:
+		return result(session, call, seq-1)
+	}
+	return approval(session, call, seq-1)
+}
+
+func BenchmarkVerify(b *testing.B) {
+	log := benchLog()
+	shaRate := measureSha(log)
+	lines := bytes.Split(log[:len(log)-1], []byte{'\n'})
+	b.SetBytes(int64(len(log)))
+	b.ResetTimer()
+	var rep ChainReport
+	for b.Loop() {
+		v := NewChainVerifier()
+		v.File("2026-09-17.jsonl")
+		for i, l := range lines {
+			v.Line(l, i == len(lines)-1, true)
+		}
+		rep = v.Finish()
+	}
+	if rep.Failure != nil || rep.Records != uint64(len(lines)) || rep.slow != 0 {
+		b.Fatalf("bench log does not verify: %+v", rep.Failure)
+	}
+	reportRatio(b, int64(len(log)), shaRate)
+}
+
+func BenchmarkVerifyDir(b *testing.B) {
+	log := benchLog()
+	dir := benchDir(b)
+	if err := os.WriteFile(filepath.Join(dir, "2026-09-17.jsonl"), log, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	shaRate := measureSha(log)
+	b.SetBytes(int64(len(log)))
+	b.ResetTimer()
+	for b.Loop() {
+		rep, err := VerifyDir(dir)
+		if err != nil || rep.Failure != nil {
+			b.Fatalf("%v %+v", err, rep.Failure)
+		}
+	}
+	reportRatio(b, int64(len(log)), shaRate)
+}
+
+// measureSha is plain SHA-256's speed over log in bytes per second: the best
+// of three passes.
+func measureSha(log []byte) float64 {
+	best := time.Duration(1 << 62)
+	for range 3 {
+		start := time.Now()
+		sha256.Sum256(log)
+		best = min(best, time.Since(start))
+	}
+	return float64(len(log)) / best.Seconds()
+}
+
+func reportRatio(b *testing.B, size int64, shaRate float64) {
+	perOp := b.Elapsed().Seconds() / float64(b.N)
+	rate := float64(size) / perOp
+	b.ReportMetric(shaRate/1e6, "sha256-MB/s")
+	b.ReportMetric(rate/shaRate, "x-sha256")
+}
+
+// words is ASCII text of up to n bytes with the odd non-ASCII letter.
+func words(rng *rand.Rand, n int) string {
+	const letters = "abcdefghijklmnopqrstuvwxyz      -_./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	b := make([]byte, 0, n)
+	for range rng.IntN(n + 1) {
+		if rng.IntN(100) == 0 {
+			b = append(b, "é"...)
+			continue
+		}
+		b = append(b, letters[rng.IntN(len(letters))])
+	}
+	return string(b)
+}
+
+func BenchmarkParseOnly(b *testing.B) {
+	log := benchLog()
+	lines := bytes.Split(log[:len(log)-1], []byte{'\n'})
+	b.SetBytes(int64(len(log)))
+	var r lineRec
+	var d dateCache
+	for b.Loop() {
+		for _, l := range lines {
+			if !d.parseFast(l, &r) {
+				b.Fatal("refused")
+			}
+		}
+	}
+}
+
+func BenchmarkShaLines(b *testing.B) {
+	log := benchLog()
+	lines := bytes.Split(log[:len(log)-1], []byte{'\n'})
+	b.SetBytes(int64(len(log)))
+	for b.Loop() {
+		for _, l := range lines {
+			wire.Sha256(l)
+		}
+	}
+}
