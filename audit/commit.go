@@ -1,0 +1,108 @@
+package audit
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"boxmaker/wire"
+)
+
+// commit writes a batch: every line with one write and one fsync per file (a
+// batch that crosses midnight writes two files), then answers each caller.
+func (w *Writer) commit(batch []*request) {
+	w.buf = w.buf[:0]
+	from := 0 // the first request whose line is in buf
+	for i, r := range batch {
+		ts := wire.TimestampOf(w.now())
+		// Never back to an older file, even if the clock went back: files
+		// are read in name order, and that must be the order they were
+		// written in.
+		if name := max(dayName(ts), w.name); name != w.name || w.f == nil {
+			w.flush(batch[from:i])
+			from = i
+			if w.failed() == nil {
+				if err := w.switchTo(name); err != nil {
+					w.fail(err)
+				}
+			}
+		}
+		if w.failed() != nil {
+			break
+		}
+		line, err := appendLine(w.buf, w.seq, ts, w.head, r.event)
+		if err != nil {
+			r.err = fmt.Errorf("audit: %w", err)
+			continue
+		}
+		r.entry = Entry{Seq: w.seq, Time: ts, Hash: wire.Sha256(line[len(w.buf):]), File: w.name}
+		w.buf = append(line, '\n')
+		w.seq, w.head = w.seq+1, r.entry.Hash
+	}
+	w.flush(batch[from:])
+}
+
+// flush writes and syncs buf, then answers reqs, whose lines it holds: with
+// their entries, or with the writer's failure. Nothing is ever truncated: a
+// failed write may leave a torn line, which the next startup recovers.
+func (w *Writer) flush(reqs []*request) {
+	if len(w.buf) > 0 && w.failed() == nil {
+		if _, err := w.f.Write(w.buf); err != nil {
+			w.fail(unavailable("writing "+w.name, err))
+		} else if err := w.f.Sync(); err != nil {
+			w.fail(unavailable("syncing "+w.name, err))
+		}
+	}
+	w.buf = w.buf[:0]
+	err := w.failed()
+	for _, r := range reqs {
+		if err != nil && r.err == nil {
+			r.entry, r.err = Entry{}, err
+		}
+		close(r.done)
+	}
+}
+
+// switchTo makes name the file records go to: the newest existing file, or a
+// new one, created 0600 and made durable by syncing the directory.
+func (w *Writer) switchTo(name string) error {
+	path := filepath.Join(w.dir, name)
+	var f File
+	var err error
+	if name == w.name {
+		f, err = w.open(path, os.O_WRONLY|os.O_APPEND, 0)
+	} else {
+		f, err = w.open(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
+		if err == nil {
+			if err = syncDir(w.open, w.dir); err != nil {
+				_ = f.Close() // the writer is failing; the error that matters is err
+			}
+		}
+	}
+	if err != nil {
+		return unavailable("opening "+name, err)
+	}
+	if w.f != nil {
+		// Everything written to it is synced; a close error changes nothing.
+		_ = w.f.Close()
+	}
+	w.f, w.name = f, name
+	return nil
+}
+
+func (w *Writer) fail(err error) {
+	w.mu.Lock()
+	if w.err == nil {
+		w.err = err
+	}
+	w.mu.Unlock()
+}
+
+func (w *Writer) failed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// dayName is the file a record with time ts belongs in: its UTC date.
+func dayName(ts wire.Timestamp) string { return ts.Time().Format(dayLayout) + ".jsonl" }

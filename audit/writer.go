@@ -1,0 +1,165 @@
+package audit
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync"
+	"time"
+
+	"boxmaker/wire"
+)
+
+// Options configure Open.
+type Options struct {
+	// Now stamps records; time.Now if nil. Tests move it across midnight.
+	Now func() time.Time
+	// AcceptBreak makes startup append an AcceptedBreak record for a chain
+	// failure instead of refusing to start (brokerd serve --accept-break).
+	AcceptBreak bool
+	// OpenFile opens log files and the directory for syncing; os.OpenFile
+	// if nil. Tests wrap it to fail writes or count syncs.
+	OpenFile func(name string, flag int, perm fs.FileMode) (File, error)
+}
+
+// Entry describes a record that is on disk.
+type Entry struct {
+	Seq  uint64
+	Time wire.Timestamp
+	Hash wire.Hash32 // of its line: the next record's prev
+	File string      // the file it is in
+}
+
+// Writer appends records to the log. It is safe for concurrent use. Callers
+// queue their events; one committer goroutine takes everything queued,
+// writes it with one write and one fsync, and only then answers each caller
+// (group commit). File order is seq order because only the committer assigns
+// seq.
+type Writer struct {
+	dir  string
+	now  func() time.Time
+	open func(string, int, fs.FileMode) (File, error)
+	lock *os.File
+
+	mu     sync.Mutex
+	queue  []*request
+	closed bool
+	err    error         // set once a write or sync failed; sticky
+	wake   chan struct{} // capacity 1: "the queue may be non-empty"
+	done   chan struct{} // closed when the committer returns
+
+	// Owned by the committer (by Open before it starts it).
+	f     File
+	name  string // the newest file: records never go to an older one
+	seq   uint64
+	head  wire.Hash32
+	buf   []byte
+	spare []*request
+}
+
+type request struct {
+	event []byte
+	entry Entry
+	err   error
+	done  chan struct{}
+}
+
+// Append writes ev as the next record and returns its seq once the record is
+// fsynced. An error means the record may not be on disk; once a write has
+// failed, every Append fails with ErrUnavailable.
+func (w *Writer) Append(ev wire.AuditEvent) (uint64, error) {
+	e, err := w.AppendEntry(ev)
+	return e.Seq, err
+}
+
+// AppendEntry is Append, returning the whole Entry.
+func (w *Writer) AppendEntry(ev wire.AuditEvent) (Entry, error) {
+	if ev == nil {
+		return Entry{}, errors.New("audit: nil event")
+	}
+	// Encoding here, in the caller's goroutine, keeps it out of the
+	// committer's serial path.
+	b, err := wire.Marshal(ev)
+	if err != nil {
+		return Entry{}, fmt.Errorf("audit: %w", err)
+	}
+	r := &request{event: b, done: make(chan struct{})}
+	w.mu.Lock()
+	switch {
+	case w.err != nil:
+		err = w.err
+	case w.closed:
+		err = ErrClosed
+	default:
+		w.queue = append(w.queue, r)
+	}
+	w.mu.Unlock()
+	if err != nil {
+		return Entry{}, err
+	}
+	w.signal()
+	<-r.done
+	return r.entry, r.err
+}
+
+func (w *Writer) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Close commits what is already queued, stops the committer, waits for it
+// and releases the lock.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return ErrClosed
+	}
+	w.closed = true
+	w.mu.Unlock()
+	w.signal()
+	<-w.done
+	return w.release()
+}
+
+// release closes the current file and drops the lock.
+func (w *Writer) release() error {
+	var err error
+	if w.f != nil {
+		err = w.f.Close()
+		w.f = nil
+	}
+	if uerr := unlock(w.lock); err == nil {
+		err = uerr
+	}
+	return err
+}
+
+// run is the committer.
+func (w *Writer) run() {
+	defer close(w.done)
+	for range w.wake {
+		for {
+			w.mu.Lock()
+			batch, closed := w.queue, w.closed
+			if len(batch) > 0 {
+				// Swap in the last batch's array, which is done with;
+				// never the one just taken.
+				w.queue = w.spare[:0]
+			}
+			w.mu.Unlock()
+			if len(batch) == 0 {
+				if closed {
+					return
+				}
+				break
+			}
+			w.commit(batch)
+			clear(batch)
+			w.spare = batch
+		}
+	}
+}
