@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -45,10 +47,12 @@ var (
 	errStalled = errors.New("the stream stalled")
 )
 
-// Chat sends body to /v1/chat/completions (body must ask for a stream) and
-// reassembles the answer. Any failure is an *Error: a status other than 200,
+// Chat sends body, the concatenation of its parts, to
+// /v1/chat/completions (it must ask for a stream) and reassembles the
+// answer. The parts are only ever read (the transport's writer may still be
+// reading them after Chat returns), so they must not change afterwards. Any failure is an *Error: a status other than 200,
 // a stream that ends before its finish, an error event, or a timeout.
-func (c *Client) Chat(ctx context.Context, body []byte) (*Reply, error) {
+func (c *Client) Chat(ctx context.Context, body ...[]byte) (*Reply, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	// One watchdog for the whole exchange: ReplyTimeout until the first
@@ -72,9 +76,21 @@ func (c *Client) Chat(ctx context.Context, body []byte) (*Reply, error) {
 		return &Error{What: what, Err: err}
 	}
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/chat/completions", bytes.NewReader(body))
+	parts := net.Buffers(slices.Clone(body)) // reading consumes the slice of slices, not the bytes
+	var size int64
+	for _, p := range body {
+		size += int64(len(p))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/chat/completions", &parts)
 	if err != nil {
 		return nil, &Error{What: "cannot build the request", Err: err}
+	}
+	req.ContentLength = size
+	// A replayable body lets the transport retry on a keep-alive
+	// connection the server had just closed.
+	req.GetBody = func() (io.ReadCloser, error) {
+		b := net.Buffers(slices.Clone(body))
+		return io.NopCloser(&b), nil
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")

@@ -121,6 +121,17 @@ func appendAssistant(b []byte, v wire.AssistantRecord) []byte {
 	return append(b, '}')
 }
 
+// closing ends every body; shared, never written.
+var closing = []byte("]}")
+
+// Parts is Body() as two pieces, without copying the history: the history
+// so far, which later appends never change (they write only past its end,
+// or into a new array), and the closing "]}". Sending these instead of
+// Body() keeps the per-request cost of a long session to the socket write.
+func (r *Request) Parts() [][]byte {
+	return [][]byte{r.buf[:len(r.buf):len(r.buf)], closing}
+}
+
 // Len is the number of records appended.
 func (r *Request) Len() int { return len(r.ends) }
 

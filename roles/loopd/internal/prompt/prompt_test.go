@@ -50,6 +50,18 @@ func TestBody(t *testing.T) {
 	if r.Hash() != wire.Sha256(r.Body()) {
 		t.Fatal("Hash differs from the body's SHA-256")
 	}
+	// Parts are the body, and stay so after later appends.
+	parts := r.Parts()
+	joined := string(bytes.Join(parts, nil))
+	if joined != want {
+		t.Fatalf("parts %s", joined)
+	}
+	for range 50 {
+		r.Append(wire.UserRecord{Content: strings.Repeat("x", 100)})
+	}
+	if string(bytes.Join(parts, nil)) != want {
+		t.Fatal("parts changed by a later append")
+	}
 }
 
 // The same records give the same bytes, and an earlier body is a prefix of

@@ -80,12 +80,10 @@ func (s *Session) startEpoch(epoch wire.Epoch, summary string) error {
 	if err != nil {
 		return err
 	}
-	path := sessionlog.Path(s.cfg.Home, s.id, epoch)
-	w, err := sessionlog.OpenWriter(path)
-	if err != nil {
+	if err := s.openLog(sessionlog.Path(s.cfg.Home, s.id, epoch)); err != nil {
 		return fmt.Errorf("cannot start epoch %d: %w", epoch, err)
 	}
-	s.w, s.path, s.epoch, s.slot, s.last = w, path, epoch, s.cfg.Slot, nil
+	s.epoch, s.slot, s.last = epoch, s.cfg.Slot, nil
 	s.req = prompt.New(s.slot, p)
 	start := wire.SessionStart{Time: s.now(), Session: s.id, Epoch: epoch, Slot: s.slot, Baseline: p.Baseline()}
 	if err := s.write(start); err != nil {

@@ -72,7 +72,7 @@ func (s *Session) load(ctx context.Context) error {
 	}
 	s.verifySent()
 	s.dangling = dangling(recs)
-	if s.w, err = sessionlog.OpenWriter(path); err != nil {
+	if err := s.openLog(path); err != nil {
 		return err
 	}
 	if n > 0 && !hasSummary(recs) {

@@ -25,7 +25,8 @@ import (
 
 // Model is what a turn needs of the model server.
 type Model interface {
-	Chat(ctx context.Context, body []byte) (*llama.Reply, error)
+	// Chat sends the request body, given as parts to be concatenated.
+	Chat(ctx context.Context, body ...[]byte) (*llama.Reply, error)
 }
 
 // Config is what the manager needs; serve builds it from the config file.

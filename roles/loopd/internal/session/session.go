@@ -27,6 +27,7 @@ type Session struct {
 	slot     uint32
 	path     string
 	w        *sessionlog.Writer
+	sent     *sessionlog.SentWriter
 	req      *prompt.Request
 	nextCall wire.CallID
 	// last is the last answered request of this epoch: the cache
@@ -64,12 +65,31 @@ func (s *Session) open(ctx context.Context) error {
 
 func (s *Session) close() error {
 	s.ready = false
-	if s.w == nil {
-		return nil
+	var err error
+	if s.w != nil {
+		err = s.w.Close()
+		s.w = nil
 	}
-	err := s.w.Close()
-	s.w = nil
+	if s.sent != nil {
+		err = errors.Join(err, s.sent.Close())
+		s.sent = nil
+	}
 	return err
+}
+
+// openLog opens the writers of the log at path.
+func (s *Session) openLog(path string) error {
+	w, err := sessionlog.OpenWriter(path)
+	if err != nil {
+		return err
+	}
+	sent, err := sessionlog.OpenSent(path)
+	if err != nil {
+		w.Close()
+		return err
+	}
+	s.w, s.sent, s.path = w, sent, path
+	return nil
 }
 
 // write appends rec to the log and then to the request. A failed write
@@ -141,8 +161,8 @@ func (s *Session) turn(ctx context.Context, text string, emit Emit) {
 // ask sends the request for the history so far and records the answer.
 func (s *Session) ask(ctx context.Context) (*llama.Reply, error) {
 	n := s.req.Len()
-	body, sum := s.req.Body(), s.req.Hash()
-	reply, err := s.cfg.Model.Chat(ctx, body)
+	body, sum := s.req.Parts(), s.req.Hash()
+	reply, err := s.cfg.Model.Chat(ctx, body...)
 	if err != nil {
 		return nil, fmt.Errorf("the model failed: %w", err)
 	}
@@ -165,8 +185,8 @@ func (s *Session) ask(ctx context.Context) (*llama.Reply, error) {
 	if err := s.write(rec); err != nil {
 		return nil, err
 	}
-	sent := sessionlog.Sent{Records: n, Bytes: len(body), Hash: sum, Prompt: t.Prompt(), Context: t.Context()}
-	if err := sessionlog.AppendSent(s.path, sent); err != nil {
+	sent := sessionlog.Sent{Records: n, Bytes: len(body[0]) + len(body[1]), Hash: sum, Prompt: t.Prompt(), Context: t.Context()}
+	if err := s.sent.Append(sent); err != nil {
 		// The log is whole; only the restart check loses this entry.
 		s.report("epoch %d: %v", s.epoch, err)
 	}

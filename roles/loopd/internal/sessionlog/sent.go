@@ -33,10 +33,33 @@ func (s Sent) String() string {
 // SentPath is the side file of path's sent requests.
 func SentPath(path string) string { return strings.TrimSuffix(path, ".jsonl") + ".sent" }
 
-// AppendSent records s after the log at path.
-func AppendSent(path string, s Sent) error {
-	return appendSynced(SentPath(path), []byte(s.String()+"\n"))
+// SentWriter appends to the .sent file of one epoch's log. It does not
+// sync: the file is advice, not the record. Losing its last entries in a
+// crash costs only the check of those requests; the entry before them is
+// still true, because every request extends the one before.
+type SentWriter struct {
+	f *os.File
 }
+
+// OpenSent opens the .sent file of the log at path for appending (0600).
+func OpenSent(path string) (*SentWriter, error) {
+	f, err := os.OpenFile(SentPath(path), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("sessionlog: %w", err)
+	}
+	return &SentWriter{f: f}, nil
+}
+
+// Append records s in one write.
+func (w *SentWriter) Append(s Sent) error {
+	if _, err := w.f.WriteString(s.String() + "\n"); err != nil {
+		return fmt.Errorf("sessionlog: %w", err)
+	}
+	return nil
+}
+
+// Close closes the file.
+func (w *SentWriter) Close() error { return w.f.Close() }
 
 // LastSent is the last complete entry of path's .sent file, or nil when
 // there is none. A torn final entry is ignored: it describes a request the

@@ -190,11 +190,16 @@ func TestSent(t *testing.T) {
 	}
 	a := Sent{Records: 2, Bytes: 100, Hash: wire.Sha256([]byte("a")), Prompt: 40, Context: 50}
 	b := Sent{Records: 5, Bytes: 200, Hash: wire.Sha256([]byte("b")), Prompt: 90, Context: 99}
+	w, err := OpenSent(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, s := range []Sent{a, b} {
-		if err := AppendSent(path, s); err != nil {
+		if err := w.Append(s); err != nil {
 			t.Fatal(err)
 		}
 	}
+	w.Close()
 	got, err := LastSent(path)
 	if err != nil || *got != b {
 		t.Fatalf("got %+v %v", got, err)
