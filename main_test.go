@@ -107,8 +107,14 @@ func TestOwnerRunsBxctlCommands(t *testing.T) {
 	}
 }
 
+// servesNow are the roles whose serve is implemented; their own tests cover it.
+var servesNow = map[string]bool{"inferproxy": true}
+
 func TestUnimplementedServeSaysSo(t *testing.T) {
 	for _, r := range roles[:4] {
+		if servesNow[r.name] {
+			continue
+		}
 		code, out, errs := call(r.name, "serve", "--config", "/etc/boxmaker/config.toml")
 		want := r.name + " serve: not implemented yet; it arrives with the " + r.name + " issue\n"
 		if code != 2 || out != "" || errs != want {

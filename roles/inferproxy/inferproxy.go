@@ -1,7 +1,8 @@
 // Package inferproxy forwards loopd's HTTP requests on infer.sock, byte for
 // byte, to the model server. It is the only role that opens a TCP connection
-// to the model server. Its behaviour arrives with the inferproxy issue; for
-// now it parses its command line and says so.
+// to the model server. Only the requests loopd needs pass (GET /health,
+// GET /props, GET /v1/models, POST /v1/chat/completions); replies stream
+// through as they arrive.
 package inferproxy
 
 import "io"
@@ -9,12 +10,6 @@ import "io"
 type cli struct {
 	Serve serveCmd `cmd:"" help:"Forward loopd's requests on infer.sock to the model server."`
 }
-
-type serveCmd struct {
-	Config string `required:"" placeholder:"PATH" help:"inferproxy's configuration file to read."`
-}
-
-func (c *serveCmd) Run(e *env) error { return notYet(e, "serve", "the inferproxy issue") }
 
 // Main runs inferproxy with args (without the program name). name is what
 // the user typed to reach it ("inferproxy" or "boxmaker inferproxy"), used in
