@@ -1,6 +1,25 @@
 // Package config reads loopd's TOML configuration strictly: every key must be
 // one loopd knows, spelled exactly (go-toml alone would match "Home" to home),
-// and every error names the file and the line.
+// and every error names the file and the line. A complete file:
+//
+//	[paths]
+//	home = "/var/lib/boxmaker"            # sessions/ and memory/core.md
+//
+//	[model]
+//	socket = "/var/lib/boxmaker/run/loop-infer/infer.sock"
+//	n_ctx = 32768                          # optional: else /props says
+//	slot = 0                               # id_slot for new epochs
+//	max_steps = 16                         # model requests per turn
+//	system_prompt = "..."                  # or system_prompt_file = "system.md"
+//	reply_timeout_s = 300                  # until the answer starts
+//	idle_timeout_s = 120                   # between two chunks
+//	epoch_percent = 75                     # of n_ctx, then summarise
+//
+//	[listen]
+//	socket = "/var/lib/boxmaker/run/owner-loop/loop.sock"
+//
+//	[broker]
+//	socket = "/var/lib/boxmaker/run/loop-broker/broker.sock"   # optional
 package config
 
 import (

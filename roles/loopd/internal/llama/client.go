@@ -115,8 +115,12 @@ func (c *Client) NCtx(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// infoTimeout bounds /health and /props: the server answers them at once
+// even while it is busy generating.
+const infoTimeout = 10 * time.Second
+
 func (c *Client) get(ctx context.Context, path string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.ReplyTimeout)
+	ctx, cancel := context.WithTimeout(ctx, min(c.ReplyTimeout, infoTimeout))
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
 	if err != nil {

@@ -15,7 +15,8 @@ import (
 
 // ToolPort carries call_tool's requests to whatever runs tools. Call blocks
 // until the final answer; a PendingResponse (the call waits for the owner's
-// approval) is passed to onPending as it arrives and is never returned.
+// approval) is passed to onPending as it arrives, before Call returns, and
+// is never returned.
 // A port reports its own trouble as a FailedResponse ("the tool broker is
 // unavailable"), so Call has no error: the model reads what went wrong and
 // the turn goes on (M3a §8). ctx ends when the turn is abandoned.
