@@ -157,18 +157,19 @@ func (p *proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 		p.log.Printf("%s %s: the client went away; the request to the model server was cancelled", r.Method, r.URL.Path)
 		return
 	}
-	var refusedWhy string
+	what := "gave no usable answer" // a malformed response, a reset before the headers
 	var ne net.Error
+	var oe *net.OpError
 	switch {
 	case errors.As(err, &ne) && ne.Timeout():
-		refusedWhy = "did not answer in time"
-	default:
-		refusedWhy = "could not be reached"
+		what = "did not answer in time"
+	case errors.As(err, &oe) && oe.Op == "dial":
+		what = "could not be reached"
 	}
-	p.log.Printf("%s %s: the model server at %s %s: %v\n%s", r.Method, r.URL.Path, p.upstream, refusedWhy, err, runbook.See("model-server-unreachable"))
+	p.log.Printf("%s %s: the model server at %s %s: %v\n%s", r.Method, r.URL.Path, p.upstream, what, err, runbook.See("model-server-unreachable"))
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusBadGateway)
-	_, _ = fmt.Fprintf(w, "inferproxy: the model server at %s %s: %v\n%s\n", p.upstream, refusedWhy, err, runbook.See("model-server-unreachable"))
+	_, _ = fmt.Fprintf(w, "inferproxy: the model server at %s %s: %v\n%s\n", p.upstream, what, err, runbook.See("model-server-unreachable"))
 }
 
 func (p *proxy) enter() bool {

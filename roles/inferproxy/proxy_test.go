@@ -218,3 +218,27 @@ func TestDroppedUpstreamBreaksTheClientStream(t *testing.T) {
 		t.Fatalf("a dropped upstream stream reached the client as a whole one:\n%s", b)
 	}
 }
+
+func TestUpstreamGarbageIs502(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		_, _ = io.WriteString(c, "this is not HTTP\r\n\r\n")
+		c.Close()
+	}()
+	p := startProxy(t, "http://"+ln.Addr().String(), DefaultMaxRequestBytes, time.Second)
+	status, body := raw(t, p.socket, "GET /health HTTP/1.1\r\nHost: infer\r\n\r\n")
+	<-done
+	if status != http.StatusBadGateway || !strings.Contains(body, "gave no usable answer") {
+		t.Fatalf("%d %q", status, body)
+	}
+}
