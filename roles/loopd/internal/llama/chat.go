@@ -128,8 +128,13 @@ func (c *Client) Chat(ctx context.Context, body ...[]byte) (*Reply, error) {
 			return nil, &Error{What: err.Error()}
 		}
 		if done {
-			if !asm.finished() {
+			switch {
+			case asm.finish == "":
 				return nil, &Error{What: "the model's stream ended ([DONE]) without a finish reason"}
+			case asm.timings == nil:
+				// Without timings there is no cache accounting and no
+				// way to know when the context fills.
+				return nil, &Error{What: "the model's stream ended ([DONE]) without timings; is this llama-server?"}
 			}
 			return asm.reply(), nil
 		}
