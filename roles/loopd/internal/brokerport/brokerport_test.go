@@ -141,12 +141,16 @@ func TestPendingWaitsPastTheFirstBound(t *testing.T) {
 
 func TestBrokerUnavailable(t *testing.T) {
 	cases := map[string]func(env wire.Envelope, conn net.Conn){
-		"closes early":  func(wire.Envelope, net.Conn) {},
-		"wrong id":      func(env wire.Envelope, conn net.Conn) { send(t, conn, env.ID+1, true, wire.OK{}) },
-		"error frame":   func(env wire.Envelope, conn net.Conn) { send(t, conn, env.ID, true, wire.WireError{Code: wire.Forbidden, Detail: "no"}) },
+		"closes early": func(wire.Envelope, net.Conn) {},
+		"wrong id":     func(env wire.Envelope, conn net.Conn) { send(t, conn, env.ID+1, true, wire.OK{}) },
+		"error frame": func(env wire.Envelope, conn net.Conn) {
+			send(t, conn, env.ID, true, wire.WireError{Code: wire.Forbidden, Detail: "no"})
+		},
 		"final pending": func(env wire.Envelope, conn net.Conn) { send(t, conn, env.ID, true, wire.PendingResponse{Approval: 1}) },
-		"not final":     func(env wire.Envelope, conn net.Conn) { send(t, conn, env.ID, false, wire.DeniedResponse{Reason: wire.NoGrant}) },
-		"silent":        func(wire.Envelope, net.Conn) { time.Sleep(300 * time.Millisecond) },
+		"not final": func(env wire.Envelope, conn net.Conn) {
+			send(t, conn, env.ID, false, wire.DeniedResponse{Reason: wire.NoGrant})
+		},
+		"silent": func(wire.Envelope, net.Conn) { time.Sleep(300 * time.Millisecond) },
 	}
 	for name, script := range cases {
 		b := newFakeBroker(t, script)
