@@ -7,12 +7,20 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
+	"boxmaker/roles/loopd/internal/brokerport"
 	"boxmaker/roles/loopd/internal/config"
 	"boxmaker/roles/loopd/internal/server"
 	"boxmaker/roles/loopd/internal/tools"
 	"boxmaker/runbook"
 )
+
+// brokerWait bounds the wait for brokerd's first answer to a tool call: the
+// tool's own run (brokerd's container timeout is far shorter) or the
+// pending frame of an ask. After a pending frame, BrokerPort waits until the
+// approval's expiry plus 30 s instead.
+const brokerWait = 10 * time.Minute
 
 // Run reads the config, then serves until SIGINT or SIGTERM.
 func (c *serveCmd) Run(e *env) error {
@@ -20,15 +28,13 @@ func (c *serveCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	var port tools.ToolPort
 	if cfg.Broker.Socket != "" {
-		// The BrokerPort arrives with the chat issue; until then say
-		// plainly that the key has no effect yet.
-		fmt.Fprintf(e.stderr, "%s: [broker] socket is set, but this build has no broker port yet: "+
-			"every call_tool fails with %q\n", e.name, tools.NoBroker)
+		port = brokerport.New(cfg.Broker.Socket, brokerWait, e.stderr)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err = server.Run(ctx, server.Options{Config: cfg, Stderr: e.stderr})
+	err = server.Run(ctx, server.Options{Config: cfg, Port: port, Stderr: e.stderr})
 	var st *server.SelftestError
 	if errors.As(err, &st) {
 		for _, p := range st.Problems {
