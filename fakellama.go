@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"boxmaker/internal/fakellama"
+)
+
+// fakeLlama runs the in-repository stand-in for llama-server with the
+// demo's scripted model. It is a development command, not a role: it is not
+// linked, and the help lists it under development.
+func fakeLlama(prog string, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet(prog+" fakellama", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:0", "TCP address to listen on")
+	addrFile := fs.String("addr-file", "", "write the address listened on to this file")
+	notes := fs.String("notes", "/tmp/notes", "the demo's notes folder (an ask grant for read_file)")
+	scratch := fs.String("scratch", "/tmp/scratch", "the demo's scratch folder (an auto grant for shell)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s fakellama: %v\n", prog, err)
+		return 1
+	}
+	if *addrFile != "" {
+		if err := os.WriteFile(*addrFile, []byte(ln.Addr().String()+"\n"), 0o600); err != nil {
+			fmt.Fprintf(stderr, "%s fakellama: %v\n", prog, err)
+			return 1
+		}
+	}
+	srv := fakellama.New(fakellama.Options{Script: fakellama.DemoScript(fakellama.DemoPaths{Notes: *notes, Scratch: *scratch})})
+	fmt.Fprintf(stdout, "fakellama: the demo's scripted stand-in model (not a real model) on http://%s\n", ln.Addr())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() { <-ctx.Done(); srv.Close() }()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && ctx.Err() == nil {
+		fmt.Fprintf(stderr, "%s fakellama: %v\n", prog, err)
+		return 1
+	}
+	return 0
+}
