@@ -13,7 +13,7 @@ func TestDemoScript(t *testing.T) {
 		return &ChatRequest{Messages: []Message{{Role: "user", Content: c}}}
 	}
 	for text, want := range map[string]string{
-		"What do my notes say?":  `{"arguments":{"path":"/demo/notes/today.md"},"tool":"read_file"}`,
+		"What do my notes say?":   `{"arguments":{"path":"/demo/notes/today.md"},"tool":"read_file"}`,
 		"list the scratch folder": `{"arguments":{"command":"ls -la","cwd":"/demo/scratch"},"tool":"shell"}`,
 		"fetch a web page":        `{"arguments":{"url":"https://example.com/"},"tool":"http_fetch"}`,
 	} {
