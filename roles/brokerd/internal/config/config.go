@@ -1,0 +1,205 @@
+// Package config reads brokerd.toml (M3a §2) into a Config: strictly (every
+// key must be one brokerd knows, spelled exactly, and every error names the
+// file and the line), with defaults filled in and every path absolute.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// Config is brokerd's configuration after defaults and checks. A new
+// section is one more field with a toml tag: the keys it accepts are read
+// from its struct tags (keys.go), and if its type has a Check method, Parse
+// calls it.
+type Config struct {
+	Paths     Paths     `toml:"paths"`
+	Sockets   Sockets   `toml:"sockets"`
+	Approvals Approvals `toml:"approvals"`
+}
+
+// Paths are where brokerd keeps its state and reads grants.
+type Paths struct {
+	// Home is BOXMAKER_HOME: audit/, broker/ and run/ live under it.
+	Home string `toml:"home"`
+	// Grants is the directory of grant files, read at every decision.
+	Grants string `toml:"grants"`
+}
+
+// Sockets are brokerd's two listening sockets (M3a §6).
+type Sockets struct {
+	// Broker is broker.sock, for loopd's tool requests.
+	Broker string `toml:"broker"`
+	// Admin is admin.sock, for the owner's approvals and grant checks.
+	Admin string `toml:"admin"`
+}
+
+// Approvals configures the pending-approval table.
+type Approvals struct {
+	// TTLMs is how long an approval waits for the owner, in milliseconds.
+	TTLMs int64 `toml:"ttl_ms"`
+}
+
+// Checker is a section that checks itself after decoding; the problem it
+// returns is reported against the config file.
+type Checker interface {
+	Check() error
+}
+
+// Defaults for keys that may be left out.
+const (
+	DefaultHome   = "/var/lib/boxmaker"
+	DefaultGrants = "/etc/boxmaker/grants"
+	DefaultTTLMs  = 900000 // 15 min
+)
+
+// maxSocketPath is the longest path a Unix socket can bind: sun_path is 108
+// bytes with the terminating NUL.
+const maxSocketPath = 107
+
+// BrokerSocket and AdminSocket are the sockets' places under home.
+func BrokerSocket(home string) string {
+	return filepath.Join(home, "run", "loop-broker", "broker.sock")
+}
+
+func AdminSocket(home string) string {
+	return filepath.Join(home, "run", "owner-broker", "admin.sock")
+}
+
+// Error is a problem in the config file, at a line when one is known.
+type Error struct {
+	File    string
+	Line    int
+	Problem string
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Problem)
+	}
+	return fmt.Sprintf("%s: %s", e.File, e.Problem)
+}
+
+// Load reads and checks the config file at path. getenv supplies
+// BOXMAKER_HOME (os.Getenv when nil).
+func Load(path string, getenv func(string) string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	return Parse(path, data, getenv)
+}
+
+// Parse checks data, the contents of file, and fills in defaults.
+func Parse(file string, data []byte, getenv func(string) string) (Config, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	// Syntax first, so a broken file gets the parser's own position.
+	var doc map[string]any
+	if err := toml.Unmarshal(data, &doc); err != nil {
+		return Config{}, tomlError(file, err)
+	}
+	if err := checkKeys(file, data, reflect.TypeFor[Config]()); err != nil {
+		return Config{}, err
+	}
+	c := Config{Approvals: Approvals{TTLMs: DefaultTTLMs}}
+	dec := toml.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return Config{}, tomlError(file, err)
+	}
+	if err := c.fill(file, data, getenv); err != nil {
+		return Config{}, err
+	}
+	return c, checkSections(file, data, &c)
+}
+
+// fill applies the defaults and checks the keys of the three sections.
+func (c *Config) fill(file string, data []byte, getenv func(string) string) error {
+	bad := func(key, problem string) error {
+		return &Error{File: file, Line: lineOf(data, key), Problem: problem}
+	}
+	for _, p := range []struct {
+		key string
+		val *string
+	}{{"paths.home", &c.Paths.Home}, {"paths.grants", &c.Paths.Grants}, {"sockets.broker", &c.Sockets.Broker}, {"sockets.admin", &c.Sockets.Admin}} {
+		if *p.val != "" && !filepath.IsAbs(*p.val) {
+			return bad(p.key, fmt.Sprintf("%s must be an absolute path", p.key))
+		}
+	}
+	if c.Paths.Home == "" {
+		c.Paths.Home = DefaultHome
+		if env := getenv("BOXMAKER_HOME"); env != "" {
+			// BOXMAKER_HOME may be relative in development (.state/).
+			abs, err := filepath.Abs(env)
+			if err != nil {
+				return &Error{File: file, Problem: fmt.Sprintf("BOXMAKER_HOME %q: %v", env, err)}
+			}
+			c.Paths.Home = abs
+		}
+	}
+	if c.Paths.Grants == "" {
+		c.Paths.Grants = DefaultGrants
+	}
+	if c.Sockets.Broker == "" {
+		c.Sockets.Broker = BrokerSocket(c.Paths.Home)
+	}
+	if c.Sockets.Admin == "" {
+		c.Sockets.Admin = AdminSocket(c.Paths.Home)
+	}
+	for _, s := range []struct{ key, path string }{{"sockets.broker", c.Sockets.Broker}, {"sockets.admin", c.Sockets.Admin}} {
+		if len(s.path) > maxSocketPath {
+			return bad(s.key, fmt.Sprintf("%s: %s is %d bytes; a Unix socket path is at most %d", s.key, s.path, len(s.path), maxSocketPath))
+		}
+	}
+	if c.Sockets.Broker == c.Sockets.Admin {
+		return bad("sockets.admin", "sockets.broker and sockets.admin must be different sockets")
+	}
+	if c.Approvals.TTLMs < 1 {
+		return bad("approvals.ttl_ms", "approvals.ttl_ms must be at least 1")
+	}
+	return nil
+}
+
+// checkSections calls Check on every section of *c that has one, so a
+// section added later checks its own values without a change here.
+func checkSections(file string, data []byte, c any) error {
+	v := reflect.ValueOf(c).Elem()
+	for i := range v.NumField() {
+		ch, ok := v.Field(i).Addr().Interface().(Checker)
+		if !ok {
+			continue
+		}
+		if err := ch.Check(); err != nil {
+			name := tagName(v.Type().Field(i))
+			return &Error{File: file, Line: lineOf(data, name), Problem: fmt.Sprintf("[%s] %v", name, err)}
+		}
+	}
+	return nil
+}
+
+func tomlError(file string, err error) error {
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		row, _ := de.Position()
+		return &Error{File: file, Line: row, Problem: firstLine(de.Error())}
+	}
+	var sm *toml.StrictMissingError
+	if errors.As(err, &sm) && len(sm.Errors) > 0 {
+		return tomlError(file, &sm.Errors[0])
+	}
+	return &Error{File: file, Problem: firstLine(err.Error())}
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return strings.TrimPrefix(s, "toml: ")
+}

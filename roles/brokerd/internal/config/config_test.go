@@ -1,0 +1,151 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+const full = `# brokerd.toml
+[paths]
+home = "/srv/bx"
+grants = "/srv/grants"
+
+[sockets]
+broker = "/srv/bx/b.sock"
+admin = "/srv/bx/a.sock"
+
+[approvals]
+ttl_ms = 100
+`
+
+func env(vals map[string]string) func(string) string {
+	return func(k string) string { return vals[k] }
+}
+
+func TestParseFull(t *testing.T) {
+	c, err := Parse("brokerd.toml", []byte(full), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{Paths{"/srv/bx", "/srv/grants"}, Sockets{"/srv/bx/b.sock", "/srv/bx/a.sock"}, Approvals{100}}
+	if c != want {
+		t.Fatalf("got %+v, want %+v", c, want)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		name, text, envHome, home string
+	}{
+		{"empty file, no env", "", "", "/var/lib/boxmaker"},
+		{"BOXMAKER_HOME", "", "/home/kyle/bx", "/home/kyle/bx"},
+		{"file beats env", "[paths]\nhome = \"/opt/bx\"\n", "/home/kyle/bx", "/opt/bx"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse("brokerd.toml", []byte(tc.text), env(map[string]string{"BOXMAKER_HOME": tc.envHome}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := Config{
+				Paths:     Paths{tc.home, "/etc/boxmaker/grants"},
+				Sockets:   Sockets{tc.home + "/run/loop-broker/broker.sock", tc.home + "/run/owner-broker/admin.sock"},
+				Approvals: Approvals{900000},
+			}
+			if c != want {
+				t.Fatalf("got %+v, want %+v", c, want)
+			}
+		})
+	}
+}
+
+func TestRelativeEnvHomeIsMadeAbsolute(t *testing.T) {
+	c, err := Parse("brokerd.toml", nil, env(map[string]string{"BOXMAKER_HOME": ".state"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd, _ := os.Getwd()
+	if c.Paths.Home != filepath.Join(wd, ".state") {
+		t.Fatalf("home %q", c.Paths.Home)
+	}
+}
+
+func TestParseRefuses(t *testing.T) {
+	for _, tc := range []struct{ name, text, want string }{
+		{"unknown section", full + "\n[podman2]\nx = 1\n", `brokerd.toml:13: unknown key "podman2"`},
+		{"unknown key", strings.Replace(full, "ttl_ms", "ttl", 1), `brokerd.toml:11: unknown key "approvals.ttl"`},
+		{"case variant key", strings.Replace(full, "home =", "Home =", 1), `brokerd.toml:3: unknown key "paths.Home"`},
+		{"case variant table", strings.Replace(full, "[sockets]", "[Sockets]", 1), `brokerd.toml:6: unknown key "Sockets"`},
+		{"quoted case variant", strings.Replace(full, "grants =", `"Grants" =`, 1), `brokerd.toml:4: unknown key "paths.Grants"`},
+		{"dotted unknown", full + "paths.homes = \"/x\"\n", `brokerd.toml:12: unknown key "approvals.paths"`},
+		{"top-level dotted", "paths.Home = \"/x\"\n", `brokerd.toml:1: unknown key "paths.Home"`},
+		{"inline table key", "paths = { home = \"/x\", Grants = \"/y\" }\n", `brokerd.toml:1: unknown key "paths.Grants"`},
+		{"value for a table", "paths = 1\n", `brokerd.toml:1: "paths" must be a table`},
+		{"table for a value", "[paths.home]\n", `brokerd.toml:1: "paths.home" is a value, not a table`},
+		{"under a value", "[paths]\nhome.x = 1\n", `brokerd.toml:2: "paths.home" is a value, not a table`},
+		{"array of tables", "[[paths]]\n", `brokerd.toml:1: "paths" must be a table, not an array of tables`},
+		{"duplicate key", "[paths]\nhome = \"/a\"\nhome = \"/b\"\n", "brokerd.toml:3:"},
+		{"wrong type", "[approvals]\nttl_ms = \"soon\"\n", "brokerd.toml:2:"},
+		{"float", "[approvals]\nttl_ms = 1.5\n", "brokerd.toml:2:"},
+		{"syntax", "[paths\n", "brokerd.toml:1:"},
+		{"zero ttl", "[approvals]\nttl_ms = 0\n", "brokerd.toml:2: approvals.ttl_ms must be at least 1"},
+		{"relative home", "[paths]\nhome = \"state\"\n", "brokerd.toml:2: paths.home must be an absolute path"},
+		{"relative grants", "\n[paths]\ngrants = \"g\"\n", "brokerd.toml:3: paths.grants must be an absolute path"},
+		{"relative socket", "[sockets]\nadmin = \"a.sock\"\n", "brokerd.toml:2: sockets.admin must be an absolute path"},
+		{"long socket", "[sockets]\nbroker = \"/" + strings.Repeat("x", 120) + "\"\n", "brokerd.toml:2: sockets.broker: /xxx"},
+		{"same socket", "[sockets]\nbroker = \"/s\"\nadmin = \"/s\"\n", "brokerd.toml:3: sockets.broker and sockets.admin must be different"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("brokerd.toml", []byte(tc.text), env(nil))
+			var ce *Error
+			if !errors.As(err, &ce) || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "absent.toml"), env(nil))
+	if err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// extended is what Config looks like once a section is added: the keys it
+// accepts come from its tags, and its Check is called.
+type extended struct {
+	Config
+	Extra extra `toml:"extra"`
+}
+
+type extra struct {
+	Limit int    `toml:"limit"`
+	Name  string `toml:"name"`
+}
+
+func (e *extra) Check() error {
+	if e.Limit < 0 {
+		return errors.New("limit must not be negative")
+	}
+	return nil
+}
+
+func TestSectionsComeFromTags(t *testing.T) {
+	ty := reflect.TypeFor[extended]()
+	if err := checkKeys("f.toml", []byte("[extra]\nlimit = 3\nname = \"x\"\n"), ty); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkKeys("f.toml", []byte("[extra]\nLimit = 3\n"), ty); err == nil || err.Error() != `f.toml:2: unknown key "extra.Limit"` {
+		t.Fatalf("got %v", err)
+	}
+	data := []byte("[extra]\nlimit = -1\n")
+	var c extended
+	c.Extra.Limit = -1
+	if err := checkSections("f.toml", data, &c); err == nil || err.Error() != "f.toml:1: [extra] limit must not be negative" {
+		t.Fatalf("got %v", err)
+	}
+}
