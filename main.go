@@ -77,8 +77,6 @@ func owner(prog string, args []string, stdin io.Reader, stdout, stderr io.Writer
 		return ownerHelp(prog, stdin, stdout, stderr)
 	case "links", "version":
 		return setup(prog, args, stdout, stderr)
-	case "fakellama":
-		return fakeLlama(prog, args[1:], stdout, stderr)
 	}
 	if m := role(args[0]); m != nil {
 		return m(prog+" "+args[0], args[1:], stdin, stdout, stderr)
@@ -97,7 +95,5 @@ func ownerHelp(prog string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "\nSetup:\n")
 	fmt.Fprintf(stdout, "  %-28s %s\n", prog+" links DIR", "create the role symlinks in DIR, pointing at this executable")
 	fmt.Fprintf(stdout, "  %-28s %s\n", prog+" version", "print the version")
-	fmt.Fprintf(stdout, "\nDevelopment:\n")
-	fmt.Fprintf(stdout, "  %-28s %s\n", prog+" fakellama ...", "the demo's scripted stand-in for llama-server (not a real model)")
 	return code
 }

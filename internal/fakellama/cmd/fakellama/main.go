@@ -1,3 +1,6 @@
+// Command fakellama runs the in-repository stand-in for llama-server with
+// the demo's scripted model. It is development tooling for the demo and
+// tests, built on its own: the boxmaker binary does not carry it.
 package main
 
 import (
@@ -15,11 +18,11 @@ import (
 	"boxmaker/internal/fakellama"
 )
 
-// fakeLlama runs the in-repository stand-in for llama-server with the
-// demo's scripted model. It is a development command, not a role: it is not
-// linked, and the help lists it under development.
-func fakeLlama(prog string, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet(prog+" fakellama", flag.ContinueOnError)
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	const prog = "fakellama"
+	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:0", "TCP address to listen on")
 	addrFile := fs.String("addr-file", "", "write the address listened on to this file")
@@ -33,12 +36,12 @@ func fakeLlama(prog string, args []string, stdout, stderr io.Writer) int {
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s fakellama: %v\n", prog, err)
+		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 		return 1
 	}
 	if *addrFile != "" {
 		if err := os.WriteFile(*addrFile, []byte(ln.Addr().String()+"\n"), 0o600); err != nil {
-			fmt.Fprintf(stderr, "%s fakellama: %v\n", prog, err)
+			fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 			return 1
 		}
 	}
@@ -48,7 +51,7 @@ func fakeLlama(prog string, args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	go func() { <-ctx.Done(); srv.Close() }()
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && ctx.Err() == nil {
-		fmt.Fprintf(stderr, "%s fakellama: %v\n", prog, err)
+		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 		return 1
 	}
 	return 0
