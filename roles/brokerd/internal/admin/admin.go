@@ -1,0 +1,72 @@
+// Package admin answers one request on admin.sock (M3a §6): the owner's
+// list of pending approvals, approve, refuse, and a check of the grant
+// files. It never decides a call itself: approve and refuse end the pending
+// entry, and the waiting call re-decides and records, then tells admin the
+// outcome it recorded.
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"boxmaker/policy"
+	"boxmaker/roles/brokerd/internal/approvals"
+	"boxmaker/wire"
+)
+
+// Admin answers admin requests. Its fields are set once, before the first
+// Handle; Handle is safe for concurrent use.
+type Admin struct {
+	Grants    string
+	Approvals *approvals.Table
+	Now       func() time.Time
+}
+
+// Handle answers msg, which must be one of the admin kinds. The answer is
+// final; a WireError closes the connection like any other answer.
+func (a *Admin) Handle(ctx context.Context, msg wire.Message) wire.Message {
+	switch m := msg.(type) {
+	case wire.Approvals:
+		return wire.ApprovalList{Items: a.Approvals.List()}
+	case wire.Approve:
+		out, err := a.Approvals.Approve(m.Approval, a.Now())
+		return wait(ctx, m.Approval, out, err, func(rec wire.DecisionRecord) wire.Message {
+			return wire.ApproveResult{Outcome: rec}
+		})
+	case wire.Refuse:
+		out, err := a.Approvals.Refuse(m.Approval, m.Reason, a.Now())
+		return wait(ctx, m.Approval, out, err, func(wire.DecisionRecord) wire.Message { return wire.OK{} })
+	case wire.CheckGrants:
+		return wire.GrantsReport{Problems: checkGrants(a.Grants)}
+	}
+	return wire.WireError{Code: wire.Forbidden, Detail: fmt.Sprintf("admin.sock does not accept %s", msg.Kind())}
+}
+
+// wait answers once the call has recorded its Approval record, so that
+// "approved" or "refused" means the record is on disk.
+func wait(ctx context.Context, id uint64, out <-chan wire.DecisionRecord, err error, answer func(wire.DecisionRecord) wire.Message) wire.Message {
+	if errors.Is(err, approvals.ErrNoSuchApproval) {
+		return wire.WireError{Code: wire.NoSuchApproval, Detail: fmt.Sprintf("no pending approval %d", id)}
+	}
+	select {
+	case rec := <-out:
+		return answer(rec)
+	case <-ctx.Done():
+		return wire.WireError{Code: wire.Internal, Detail: "brokerd is stopping"}
+	}
+}
+
+// checkGrants loads the grants as a decision would. A directory that cannot
+// be read is reported as Decide reports it, as a problem of ".".
+func checkGrants(dir string) []wire.GrantProblem {
+	_, problems, err := policy.LoadGrants(dir)
+	if err != nil {
+		return []wire.GrantProblem{{File: ".", Problem: err.Error()}}
+	}
+	if problems == nil {
+		problems = []wire.GrantProblem{}
+	}
+	return problems
+}

@@ -1,0 +1,198 @@
+// Package broker answers one tool request from loopd (M3a §5, "Write
+// order"): decide; write and sync the Decision record; for ask, wait for the
+// owner and write the Approval record; if allowed, run, update the session
+// state, write the Result record; then answer. Nothing runs unless its
+// records are on disk first, and no content reaches loopd unless the taint
+// it raised is on disk.
+package broker
+
+import (
+	"context"
+	"time"
+
+	"boxmaker/policy"
+	"boxmaker/roles/brokerd/internal/approvals"
+	"boxmaker/roles/brokerd/internal/runner"
+	"boxmaker/roles/brokerd/internal/state"
+	"boxmaker/wire"
+)
+
+// Audit is what the broker needs of the audit log: Append returns once the
+// record is synced, with its seq.
+type Audit interface {
+	Append(ev wire.AuditEvent) (uint64, error)
+}
+
+// States is what the broker needs of the session state store (package
+// state): a per-session lock, and reading and writing a session's state.
+type States interface {
+	Lock(id wire.SessionID) (unlock func())
+	Read(id wire.SessionID) (st policy.State, exists bool, err error)
+	Write(id wire.SessionID, st policy.State) error
+}
+
+// Client is the loopd connection a request came on.
+type Client interface {
+	// Pending sends the pending_approval frame (not final).
+	Pending(p wire.PendingResponse) error
+	// Gone is closed once the connection has closed.
+	Gone() <-chan struct{}
+}
+
+// Unrecorded is the failure loopd gets when a result could not be recorded:
+// the content is withheld.
+const Unrecorded = "the result could not be recorded"
+
+// by is who answers approvals through admin.sock (M4 adds Mattermost users).
+const by = "bxctl"
+
+// Broker decides and answers tool requests. Its fields are set once, before
+// the first Handle; Handle is safe for concurrent use.
+type Broker struct {
+	Grants    string // the grants directory, read at every decision
+	Audit     Audit
+	States    States
+	Approvals *approvals.Table
+	Runtime   runner.Runtime
+	TTL       time.Duration // how long an approval waits
+	Now       func() time.Time
+	// Log prints lines for the owner, together (brokerd's stderr).
+	Log func(lines ...string)
+
+	grantsNote, auditNote onceNote
+}
+
+// Handle answers req. It returns the final response, or nil when loopd left
+// while the call waited for approval (nothing is written then, and
+// `bxctl audit verify` reports the decision as abandoned). ctx ends the
+// wait for the owner, and is given to the runtime.
+func (b *Broker) Handle(ctx context.Context, req wire.ToolRequest, c Client) wire.ToolResponse {
+	unlock := b.States.Lock(req.Session)
+	st, exists, damaged := b.readState(req.Session)
+	now := b.Now()
+	d := policy.Decide(b.Grants, req, st, wire.TimestampOf(now))
+	b.noteGrants(d)
+	seq, err := b.Audit.Append(decisionEvent(req, d, st, damaged))
+	if err != nil {
+		unlock()
+		return b.auditFailed(err)
+	}
+	switch d.Outcome().(type) {
+	case wire.OutcomeAllowed:
+		defer unlock()
+		return b.run(ctx, req, seq, d, st, exists)
+	case wire.OutcomeAsk:
+		// The lock is not held while the owner thinks: other calls of the
+		// session go on, and the state is read again once approved.
+		unlock()
+		return b.ask(ctx, req, seq, d, now, c)
+	default:
+		unlock()
+		return wire.DeniedResponse{Reason: d.Reason()}
+	}
+}
+
+// ask holds the call in the pending table until it ends, records how, and
+// runs it if the re-decision allows.
+func (b *Broker) ask(ctx context.Context, req wire.ToolRequest, seq uint64, d policy.Decision, now time.Time, c Client) wire.ToolResponse {
+	g, _ := d.Grant()
+	expires := wire.TimestampOf(now.Add(b.TTL))
+	if g.Expires != nil && *g.Expires < expires {
+		expires = *g.Expires
+	}
+	answers := b.Approvals.Add(wire.PendingApproval{Approval: seq, Session: req.Session, Call: req.Call,
+		Tool: req.Tool, Arguments: req.Arguments, Grant: g.ID, Taint: d.State().Taint,
+		Created: wire.TimestampOf(now), Expires: expires})
+	var a approvals.Answer
+	if err := c.Pending(wire.PendingResponse{Approval: seq, Expires: expires}); err != nil && b.Approvals.Drop(seq) {
+		return nil
+	}
+	select {
+	case a = <-answers:
+	case <-c.Gone():
+	case <-ctx.Done():
+	}
+	if a.Answer == 0 { // loopd left, or brokerd is stopping
+		if b.Approvals.Drop(seq) {
+			return nil
+		}
+		// The owner or the expiry ended it first; its answer is waiting.
+		a = <-answers
+	}
+
+	unlock := b.States.Lock(req.Session)
+	defer unlock()
+	var rd policy.Decision
+	var rec wire.DecisionRecord
+	var st policy.State
+	var exists bool
+	switch a.Answer {
+	case wire.Approved:
+		// A damaged state gives the zero State: the re-decision denies it.
+		st, exists, _ = b.readState(req.Session)
+		// Redecide fails only for a decision that is not a fresh ask, which
+		// d is; the zero Decision it returns then denies.
+		rd, _ = policy.Redecide(b.Grants, d, st, wire.TimestampOf(b.Now()))
+		b.noteGrants(rd)
+		rec = rd.Outcome()
+	case wire.Refused:
+		rec = wire.OutcomeDenied{Reason: wire.ApprovalRefused}
+	default:
+		rec = wire.OutcomeDenied{Reason: wire.ApprovalExpired}
+	}
+	ev := wire.ApprovalEvent{Session: req.Session, Call: req.Call, Decision: seq, Answer: a.Answer, Outcome: rec}
+	if a.Answer != wire.Expired {
+		who := by
+		ev.By = &who
+	}
+	if a.Answer == wire.Refused {
+		ev.Reason = a.Reason
+	}
+	if _, err := b.Audit.Append(ev); err != nil {
+		resp := b.auditFailed(err)
+		a.Reply(wire.OutcomeDenied{Reason: wire.AuditUnavailable})
+		return resp
+	}
+	a.Reply(rec)
+	if r, denied := rec.(wire.OutcomeDenied); denied {
+		return wire.DeniedResponse(r)
+	}
+	return b.run(ctx, req, seq, rd, st, exists)
+}
+
+// run runs an allowed decision (the session's lock held), raises the
+// session's state, records the result, and returns what loopd gets.
+func (b *Broker) run(ctx context.Context, req wire.ToolRequest, seq uint64, d policy.Decision, st policy.State, exists bool) wire.ToolResponse {
+	res, err := runner.Run(ctx, d, b.Runtime)
+	if err != nil {
+		// Only a decision that cannot run gets here, and Handle passes
+		// only those that can: a bug, reported as one, with nothing run.
+		b.Log("brokerd: internal error: " + err.Error())
+		return wire.FailedResponse{Message: "internal error in brokerd"}
+	}
+	// A failed run raises the taint too: the tool ran with the grant's
+	// access, and its failure message may quote what it saw.
+	after := state.Raise(st, res.Class, res.Untrusted)
+	if !exists || after != st {
+		if err := b.States.Write(req.Session, after); err != nil {
+			b.stateUnwritable(req.Session, err)
+			return wire.FailedResponse{Message: Unrecorded}
+		}
+	}
+	if _, err := b.Audit.Append(resultEvent(req, seq, res, after)); err != nil {
+		b.auditFailed(err)
+		return wire.FailedResponse{Message: Unrecorded}
+	}
+	return res.Response
+}
+
+// readState reads the session's state; a damaged file is reported, and
+// the zero State it returns makes policy deny with state_unreadable.
+func (b *Broker) readState(id wire.SessionID) (st policy.State, exists, damaged bool) {
+	st, exists, err := b.States.Read(id)
+	if err != nil {
+		b.stateDamaged(id, err)
+		return policy.State{}, exists, true
+	}
+	return st, exists, false
+}
