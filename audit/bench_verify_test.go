@@ -28,11 +28,12 @@ func benchDir(b *testing.B) string {
 var benchLog = sync.OnceValue(func() []byte {
 	const size = 100 << 20
 	rng := rand.New(rand.NewPCG(7, 8))
+	g := &benchEvents{rng: rng}
 	var out []byte
 	var prev wire.Hash32
 	ts := wire.TimestampOf(day0)
 	for seq := uint64(0); len(out) < size; seq++ {
-		ev, err := wire.Marshal(benchEvent(rng, seq))
+		ev, err := wire.Marshal(g.next(seq))
 		if err != nil {
 			panic(err)
 		}
@@ -47,26 +48,42 @@ var benchLog = sync.OnceValue(func() []byte {
 	return out
 })
 
-// benchEvent is a plausible mix: mostly decisions whose arguments are
-// commands or paths, with results and approvals.
-func benchEvent(rng *rand.Rand, seq uint64) wire.AuditEvent {
+// benchEvents makes a plausible mix: mostly decisions (most allowed, some
+// denied, a few asks, each approved a little later) whose arguments are
+// paths or commands, each allowed one followed by its result.
+type benchEvents struct {
+	rng  *rand.Rand
+	asks []wire.ApprovalEvent
+}
+
+func (g *benchEvents) next(seq uint64) wire.AuditEvent {
+	rng := g.rng
 	session := "chat-1758-" + string(rune('a'+rng.IntN(26)))
-	call := seq/3 + 1
-	switch k := rng.IntN(10); {
-	case k < 6:
+	call := seq + 1
+	switch k := rng.IntN(20); {
+	case k == 0 && len(g.asks) > 0:
+		a := g.asks[0]
+		g.asks = g.asks[1:]
+		return a
+	case k < 10:
 		// Arguments are JSON text, so their quotes are escaped in the line.
 		args := `{"path":"/home/kyle/notes/` + words(rng, 40) + `.md"}`
-		if k < 2 {
+		if k < 3 {
 			args = `{"command":"` + words(rng, 300) + `","cwd":"/home/kyle/scratch"}`
 		}
-		d := decision(session, call, []wire.DecisionRecord{wire.OutcomeAllowed{}, wire.OutcomeAsk{},
-			wire.OutcomeDenied{Reason: wire.NoGrant}}[rng.IntN(3)])
+		var out wire.DecisionRecord = wire.OutcomeAllowed{}
+		switch {
+		case k == 9:
+			out = wire.OutcomeAsk{}
+			g.asks = append(g.asks, approval(session, call, seq))
+		case k >= 7:
+			out = wire.OutcomeDenied{Reason: wire.NoGrant}
+		}
+		d := decision(session, call, out)
 		d.Arguments = args
 		return d
-	case k < 9:
-		return result(session, call, seq-1)
 	}
-	return approval(session, call, seq-1)
+	return result(session, call, seq-1)
 }
 
 func BenchmarkVerify(b *testing.B) {
@@ -163,6 +180,20 @@ func BenchmarkShaLines(b *testing.B) {
 	for b.Loop() {
 		for _, l := range lines {
 			wire.Sha256(l)
+		}
+	}
+}
+
+// BenchmarkPrepare is a worker's share of VerifyDir: hash and parse.
+func BenchmarkPrepare(b *testing.B) {
+	log := benchLog()
+	lines := bytes.Split(log[:len(log)-1], []byte{'\n'})
+	b.SetBytes(int64(len(log)))
+	var p prepared
+	var d dateCache
+	for b.Loop() {
+		for _, l := range lines {
+			p.prepare(&d, l)
 		}
 	}
 }

@@ -71,16 +71,17 @@ type span struct {
 // lineRec is what parsing one line yields. prev, session and hash alias the
 // line (or a buffer of the slow path) and live only as long as it.
 type lineRec struct {
-	seq     uint64
-	time    wire.Timestamp
-	prev    []byte // 64 hex characters
-	kind    eventKind
-	session []byte
-	call    uint64
-	outcome int
-	n       uint64 // Recovery.torn_bytes, AcceptedBreak.line, Result.bytes
-	hash    []byte // hex of torn_sha256, last_good, sha256 or grant_sha256 (nil if null)
-	file    string // AcceptedBreak.file
+	seq      uint64
+	time     wire.Timestamp
+	prev     []byte // 64 hex characters
+	prevHash wire.Hash32
+	kind     eventKind
+	session  []byte
+	call     uint64
+	outcome  int
+	n        uint64 // Recovery.torn_bytes, AcceptedBreak.line, Result.bytes
+	hash     []byte // hex of torn_sha256, last_good, sha256 or grant_sha256 (nil if null)
+	file     string // AcceptedBreak.file
 
 	// Read only by the tests, which rebuild the whole record from them.
 	decision             uint64
@@ -98,11 +99,10 @@ func (d *dateCache) parseFast(b []byte, r *lineRec) bool {
 	i = lit(b, i, `,"time":`)
 	r.time, i = d.timestamp(b, i)
 	i = lit(b, i, `,"prev":`)
-	var h int
-	if h, i = hash(b, i); i < 0 {
+	if i = hashInto(b, i, &r.prevHash); i < 0 {
 		return false
 	}
-	r.prev = b[h : h+64]
+	r.prev = b[i-65 : i-1]
 	i = lit(b, i, `,"event":{"type":`)
 	k, i := enum(b, i, eventNames)
 	if i < 0 {
@@ -194,28 +194,34 @@ func parseResult(b []byte, i int, r *lineRec) int {
 
 // sessionCall reads `,"session":"<id>","call":<n>`, the start of three events.
 func sessionCall(b []byte, i int, r *lineRec) int {
-	i = lit(b, i, `,"session":`)
-	r.session, i = name(b, i)
-	if i < 0 || !validID(r.session) {
+	i = lit(b, i, `,"session":"`)
+	if i < 0 {
 		return -1
 	}
-	i = lit(b, i, `,"call":`)
+	// wire.ValidID: 1 to 64 characters of [a-z0-9-].
+	j := i
+	for j < len(b) && j-i <= 64 && idChar[b[j]] {
+		j++
+	}
+	if j == i || j-i > 64 {
+		return -1
+	}
+	r.session = b[i:j]
+	i = lit(b, j, `","call":`)
 	r.call, i = num(b, i)
 	return i
 }
 
-// validID is wire.ValidID on bytes: 1 to 64 characters of [a-z0-9-].
-func validID(s []byte) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
+var idChar = func() (t [256]bool) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = true
 	}
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
 	}
-	return true
-}
+	t['-'] = true
+	return t
+}()
 
 // outcome reads a DecisionRecord object.
 func outcome(b []byte, i int, r *lineRec) int {
@@ -303,7 +309,7 @@ func parseLine(d *dateCache, b []byte, r *lineRec) (ok bool, why string, slow bo
 // fromRecord fills r from a record wire.Unmarshal accepted, for the lines
 // parseFast refused (none, if parseFast is right).
 func fromRecord(rec *wire.AuditRecord, r *lineRec) {
-	*r = lineRec{seq: rec.Seq, time: rec.Time, prev: hexOf(rec.Prev)}
+	*r = lineRec{seq: rec.Seq, time: rec.Time, prev: hexOf(rec.Prev), prevHash: rec.Prev}
 	switch ev := rec.Event.(type) {
 	case wire.DecisionEvent:
 		r.kind, r.session, r.call = evDecision, []byte(ev.Session.String()), uint64(ev.Call)

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"unicode/utf8"
+
+	"boxmaker/wire"
 )
 
 // The scanning primitives of the fast line parser (parse.go). Each takes the
@@ -31,24 +33,24 @@ func num(b []byte, i int) (uint64, int) {
 	if i < 0 || i >= len(b) {
 		return 0, -1
 	}
-	if b[i] == '0' {
-		if i+1 < len(b) && b[i+1] >= '0' && b[i+1] <= '9' {
-			return 0, -1 // a leading zero is not JSON
-		}
-		return 0, i + 1
-	}
-	var v uint64
 	j := i
-	for ; j < len(b) && b[j] >= '0' && b[j] <= '9'; j++ {
-		hi, lo := bits.Mul64(v, 10)
-		lo, carry := bits.Add64(lo, uint64(b[j]-'0'), 0)
-		if hi != 0 || carry != 0 {
+	for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+		j++
+	}
+	switch n := j - i; {
+	case n == 0, n > 1 && b[i] == '0': // a leading zero is not JSON
+		return 0, -1
+	case n > 20:
+		return 0, -1
+	case n == 20:
+		// Only here can the value overflow.
+		if string(b[i:j]) > "18446744073709551615" {
 			return 0, -1
 		}
-		v = lo
 	}
-	if j == i {
-		return 0, -1
+	var v uint64
+	for _, c := range b[i:j] {
+		v = v*10 + uint64(c-'0')
 	}
 	return v, j
 }
@@ -62,10 +64,11 @@ func str(b []byte, i int) (start, end int, esc bool, next int) {
 	i++
 	start = i
 	for {
-		// Eight plain ASCII bytes at a time: the usual case by far.
+		// Skip plain ASCII eight bytes at a time, the usual case by far, to
+		// the first byte that needs a look.
 		for len(b)-i >= 8 {
-			x := binary.LittleEndian.Uint64(b[i:])
-			if special(x) != 0 {
+			if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
 				break
 			}
 			i += 8
@@ -73,8 +76,7 @@ func str(b []byte, i int) (start, end int, esc bool, next int) {
 		if i >= len(b) {
 			return 0, 0, false, -1
 		}
-		c := b[i]
-		switch {
+		switch c := b[i]; {
 		case c == '"':
 			return start, i, esc, i + 1
 		case c == '\\':
@@ -99,8 +101,9 @@ func str(b []byte, i int) (start, end int, esc bool, next int) {
 }
 
 // special has a high bit set for every byte of x that is a control
-// character, '"', '\\' or not ASCII (the high bits may over-report above a
-// true hit, which only sends the caller to the byte loop).
+// character, '"', '\\' or not ASCII. Bits above the lowest may be false
+// (a borrow carries into the next byte), but the lowest is always true, so
+// it marks the first such byte.
 func special(x uint64) uint64 {
 	ctl := (x - 0x20*ones) &^ x
 	quote := x ^ '"'*ones
@@ -160,31 +163,54 @@ func hash(b []byte, i int) (start, next int) {
 	return i + 1, i + 66
 }
 
-// hexWord reports whether all eight bytes of x are in 0-9 or a-f.
-func hexWord(x uint64) bool {
-	if x&highs != 0 {
-		return false
+// hashInto reads a string of exactly 64 lowercase hex characters into h,
+// checking and decoding in one pass, eight characters at a time.
+func hashInto(b []byte, i int, h *wire.Hash32) int {
+	if i < 0 || len(b)-i < 66 || b[i] != '"' || b[i+65] != '"' {
+		return -1
 	}
-	// With every byte below 0x80, adding 0x80-n sets a byte's high bit
-	// exactly when the byte is at least n, and never carries into the next.
-	ge := func(n uint64) uint64 { return (x + (0x80-n)*ones) & highs }
-	digit := ge('0') &^ ge('9'+1)
-	lower := ge('a') &^ ge('f'+1)
-	return digit|lower == highs
+	s := b[i+1 : i+65]
+	for k := 0; k < 8; k++ {
+		x := binary.LittleEndian.Uint64(s[8*k:])
+		if !hexWord(x) {
+			return -1
+		}
+		// '0'-'9' are 0x30-0x39 and 'a'-'f' 0x61-0x66: the low nibble, plus
+		// nine when bit 6 is set, is the digit's value.
+		v := x&(0x0f*ones) + 9*(x>>6&ones)
+		// Pair the digits (first is high) into the low byte of each 16-bit
+		// lane, then pack the four lanes' bytes together.
+		v = (v&0x00ff00ff00ff00ff)<<4 | v>>8&0x00ff00ff00ff00ff
+		v = (v | v>>8) & 0x0000ffff0000ffff
+		v = (v | v>>16) & 0xffffffff
+		binary.LittleEndian.PutUint32(h[4*k:], uint32(v))
+	}
+	return i + 66
 }
 
-// name reads a string of bytes in 0x21-0x7e other than '"' and '\\' (enum
-// names, identifiers), returning its contents.
-func name(b []byte, i int) ([]byte, int) {
+// hexWord reports whether all eight bytes of x are in 0-9 or a-f.
+func hexWord(x uint64) bool {
+	// With every byte below 0x80, adding 0x80-n sets a byte's high bit
+	// exactly when the byte is at least n, and never carries into the next.
+	const digit0, digit9, lowerA, lowerF = (0x80 - '0') * ones, (0x80 - '9' - 1) * ones, (0x80 - 'a') * ones, (0x80 - 'f' - 1) * ones
+	digit := (x + digit0) &^ (x + digit9)
+	lower := (x + lowerA) &^ (x + lowerF)
+	return x&highs == 0 && (digit|lower)&highs == highs
+}
+
+// quoted reads a string whose contents need no escaping and returns them,
+// unchecked: callers compare them with names or check their characters,
+// and a backslash can be in neither. (An escaped quote ends the contents
+// early, which then match nothing, or leave a stray quote behind.)
+func quoted(b []byte, i int) ([]byte, int) {
 	if i < 0 || i >= len(b) || b[i] != '"' {
 		return nil, -1
 	}
+	// A plain loop: these strings are a few bytes long, shorter than it
+	// takes bytes.IndexByte to pay for its call.
 	for j := i + 1; j < len(b); j++ {
-		switch c := b[j]; {
-		case c == '"':
+		if b[j] == '"' {
 			return b[i+1 : j], j + 1
-		case c <= 0x20 || c >= 0x7f || c == '\\':
-			return nil, -1
 		}
 	}
 	return nil, -1
@@ -192,7 +218,7 @@ func name(b []byte, i int) ([]byte, int) {
 
 // enum reads one of names and returns its index.
 func enum(b []byte, i int, names []string) (int, int) {
-	s, j := name(b, i)
+	s, j := quoted(b, i)
 	if j < 0 {
 		return 0, -1
 	}

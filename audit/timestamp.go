@@ -40,11 +40,14 @@ func (c *dateCache) timestamp(b []byte, i int) (wire.Timestamp, int) {
 // digits is the decimal value of s, or -1 if s holds anything but digits.
 func digits(s []byte) int64 {
 	var v int64
+	bad := false
 	for _, c := range s {
-		if c < '0' || c > '9' {
-			return -1
-		}
-		v = v*10 + int64(c-'0')
+		d := c - '0'
+		bad = bad || d > 9 // c below '0' wraps around, above 9 too
+		v = v*10 + int64(d)
+	}
+	if bad {
+		return -1
 	}
 	return v
 }

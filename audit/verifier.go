@@ -24,7 +24,6 @@ type ChainVerifier struct {
 	// What the next line of an intact chain must carry.
 	expSeq   uint64
 	prevHash wire.Hash32
-	prevHex  [64]byte
 	haveHead bool
 	lastTime wire.Timestamp
 	haveTime bool
@@ -71,9 +70,7 @@ type verdict struct {
 
 // NewChainVerifier expects the first record ever: seq 0, prev all zeros.
 func NewChainVerifier() *ChainVerifier {
-	v := &ChainVerifier{asks: map[string]uint64{}}
-	hex.Encode(v.prevHex[:], v.prevHash[:])
-	return v
+	return &ChainVerifier{asks: map[string]uint64{}}
 }
 
 // ResumeChainVerifier continues from a known point: the next line must have
@@ -81,7 +78,6 @@ func NewChainVerifier() *ChainVerifier {
 func ResumeChainVerifier(nextSeq uint64, prev wire.Hash32) *ChainVerifier {
 	v := NewChainVerifier()
 	v.expSeq, v.prevHash, v.haveHead, v.lastHash = nextSeq, prev, true, prev
-	hex.Encode(v.prevHex[:], prev[:])
 	return v
 }
 
@@ -107,7 +103,7 @@ func (v *ChainVerifier) take(l *prepared, lastInFile, hasNewline bool) {
 	loc := Location{v.file, v.lineNo}
 	r := &l.rec
 	if v.hasPend {
-		if l.parsed && r.kind == evRecovery && v.recovers(r) {
+		if l.parsed && r.kind == evRecovery && v.recovers(l) {
 			v.rep.Recoveries = append(v.rep.Recoveries, v.pend.loc)
 		} else {
 			v.commit()
@@ -123,10 +119,10 @@ func (v *ChainVerifier) take(l *prepared, lastInFile, hasNewline bool) {
 // does not parse; a torn write can also stop just short of the newline,
 // leaving a whole record, which startup treats as torn all the same (its
 // caller never heard back), so the rule is applied whether it parses or not.
-func (v *ChainVerifier) recovers(r *lineRec) bool {
-	p := &v.pend
+func (v *ChainVerifier) recovers(l *prepared) bool {
+	p, r := &v.pend, &l.rec
 	return v.failure == nil && p.newline && r.n == p.size && hexIs(r.hash, p.hash) &&
-		r.seq == v.expSeq && string(r.prev) == string(v.prevHex[:])
+		r.seq == v.expSeq && r.prevHash == v.prevHash
 }
 
 // judge holds the line as pending, with what applying it will mean.
@@ -139,7 +135,7 @@ func (v *ChainVerifier) judge(loc Location, l *prepared, newline, lastInFile boo
 		p.seq, p.time = r.seq, r.time
 	}
 	if v.failure != nil {
-		p.accepts = parsed && r.kind == evBreak && v.acceptsFailure(r)
+		p.accepts = parsed && r.kind == evBreak && v.acceptsFailure(l)
 		return
 	}
 	switch {
@@ -149,7 +145,7 @@ func (v *ChainVerifier) judge(loc Location, l *prepared, newline, lastInFile boo
 		p.fail = "not an audit record: " + l.why
 	case r.seq != v.expSeq:
 		p.fail = fmt.Sprintf("seq is %d, expected %d", r.seq, v.expSeq)
-	case string(r.prev) != string(v.prevHex[:]):
+	case r.prevHash != v.prevHash:
 		p.fail = v.prevMismatch()
 	case r.kind == evBreak:
 		p.fail = fmt.Sprintf("an accepted break names %s:%d, but the chain is not broken there", r.file, r.n)
@@ -175,10 +171,11 @@ func (v *ChainVerifier) prevMismatch() string {
 // acceptsFailure reports whether AcceptedBreak record r accepts the current
 // failure: it names it, and carries what startup writes (last_good the last
 // line that verified, prev the line before it, seq past every seq since).
-func (v *ChainVerifier) acceptsFailure(r *lineRec) bool {
+func (v *ChainVerifier) acceptsFailure(l *prepared) bool {
+	r := &l.rec
 	seq, ok := v.breakSeq()
 	return ok && r.file == v.failure.File && r.n == v.failure.Line && hexIs(r.hash, v.failure.LastGood) &&
-		hexIs(r.prev, v.lastHash) && r.seq == seq
+		r.prevHash == v.lastHash && r.seq == seq
 }
 
 // breakSeq is the seq an AcceptedBreak must take now: one more than the
@@ -224,7 +221,6 @@ func (v *ChainVerifier) commit() {
 func (v *ChainVerifier) advance(p *verdict) {
 	v.rep.Records++
 	v.prevHash, v.expSeq, v.haveHead = p.hash, p.seq+1, true
-	hex.Encode(v.prevHex[:], p.hash[:])
 	v.lastTime, v.haveTime = p.time, true
 }
 
