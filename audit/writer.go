@@ -31,11 +31,14 @@ type Entry struct {
 	File string      // the file it is in
 }
 
-// Writer appends records to the log. It is safe for concurrent use. Callers
-// queue their events; one committer goroutine takes everything queued,
-// writes it with one write and one fsync, and only then answers each caller
-// (group commit). File order is seq order because only the committer assigns
-// seq.
+// Writer appends records to the log. It is safe for concurrent use.
+//
+// Group commit: a caller that finds the writer idle commits its own record
+// at once, in its own goroutine (one write, one fsync, no hand-offs). Callers
+// that arrive while a commit is under way queue their events; the committer
+// goroutine then takes everything queued, writes it with one write and one
+// fsync, and only then answers each caller. Only one commit runs at a time
+// (busy), and only a commit assigns seq, so file order is seq order.
 type Writer struct {
 	dir  string
 	now  func() time.Time
@@ -44,12 +47,13 @@ type Writer struct {
 
 	mu     sync.Mutex
 	queue  []*request
+	busy   bool // a commit is under way
 	closed bool
 	err    error         // set once a write or sync failed; sticky
-	wake   chan struct{} // capacity 1: "the queue may be non-empty"
-	done   chan struct{} // closed when the committer returns
+	wake   chan struct{} // capacity 1: "the queue may be non-empty, or busy ended"
+	done   chan struct{} // closed when the committer goroutine returns
 
-	// Owned by the committer (by Open before it starts it).
+	// Owned by whoever set busy (by Open before the committer starts).
 	f     File
 	name  string // the newest file: records never go to an older one
 	seq   uint64
@@ -86,11 +90,14 @@ func (w *Writer) AppendEntry(ev wire.AuditEvent) (Entry, error) {
 	}
 	r := &request{event: b, done: make(chan struct{})}
 	w.mu.Lock()
+	inline := false
 	switch {
 	case w.err != nil:
 		err = w.err
 	case w.closed:
 		err = ErrClosed
+	case !w.busy && len(w.queue) == 0:
+		w.busy, inline = true, true
 	default:
 		w.queue = append(w.queue, r)
 	}
@@ -98,9 +105,26 @@ func (w *Writer) AppendEntry(ev wire.AuditEvent) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	w.signal()
+	if inline {
+		w.commit([]*request{r})
+		w.idle()
+	} else {
+		w.signal()
+	}
 	<-r.done
 	return r.entry, r.err
+}
+
+// idle ends a commit made by a caller, and wakes the committer if callers
+// queued meanwhile or Close is waiting for it.
+func (w *Writer) idle() {
+	w.mu.Lock()
+	w.busy = false
+	more := len(w.queue) > 0 || w.closed
+	w.mu.Unlock()
+	if more {
+		w.signal()
+	}
 }
 
 func (w *Writer) signal() {
@@ -138,17 +162,23 @@ func (w *Writer) release() error {
 	return err
 }
 
-// run is the committer.
+// run is the committer goroutine: it commits what callers queued while
+// another commit was under way.
 func (w *Writer) run() {
 	defer close(w.done)
 	for range w.wake {
 		for {
 			w.mu.Lock()
+			if w.busy {
+				// A caller is committing; its idle will wake us.
+				w.mu.Unlock()
+				break
+			}
 			batch, closed := w.queue, w.closed
 			if len(batch) > 0 {
 				// Swap in the last batch's array, which is done with;
 				// never the one just taken.
-				w.queue = w.spare[:0]
+				w.queue, w.busy = w.spare[:0], true
 			}
 			w.mu.Unlock()
 			if len(batch) == 0 {
@@ -160,6 +190,9 @@ func (w *Writer) run() {
 			w.commit(batch)
 			clear(batch)
 			w.spare = batch
+			w.mu.Lock()
+			w.busy = false
+			w.mu.Unlock()
 		}
 	}
 }
