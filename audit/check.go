@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-
-	"boxmaker/wire"
 )
 
 // check is startup's verification. It verifies the newest non-empty file,
@@ -79,11 +77,7 @@ func resumeFrom(tail []tailLine) *ChainVerifier {
 		if ok, _, _ := parseLine(&d, l.b, &r); !ok {
 			continue
 		}
-		prev, err := wire.ParseHash32(string(r.prev))
-		if err != nil {
-			return nil
-		}
-		v := ResumeChainVerifier(r.seq, prev)
+		v := ResumeChainVerifier(r.seq, r.prevHash)
 		// Locations in these files are counted from the first line fed, not
 		// from the top of the file; they matter only in a report that is
 		// not clean, which check throws away.

@@ -68,12 +68,11 @@ type span struct {
 	esc, null  bool
 }
 
-// lineRec is what parsing one line yields. prev, session and hash alias the
-// line (or a buffer of the slow path) and live only as long as it.
+// lineRec is what parsing one line yields. session and hash alias the line
+// (or a buffer of the slow path) and live only as long as it.
 type lineRec struct {
 	seq      uint64
 	time     wire.Timestamp
-	prev     []byte // 64 hex characters
 	prevHash wire.Hash32
 	kind     eventKind
 	session  []byte
@@ -99,10 +98,7 @@ func (d *dateCache) parseFast(b []byte, r *lineRec) bool {
 	i = lit(b, i, `,"time":`)
 	r.time, i = d.timestamp(b, i)
 	i = lit(b, i, `,"prev":`)
-	if i = hashInto(b, i, &r.prevHash); i < 0 {
-		return false
-	}
-	r.prev = b[i-65 : i-1]
+	i = hashInto(b, i, &r.prevHash)
 	i = lit(b, i, `,"event":{"type":`)
 	k, i := enum(b, i, eventNames)
 	if i < 0 {
@@ -309,7 +305,7 @@ func parseLine(d *dateCache, b []byte, r *lineRec) (ok bool, why string, slow bo
 // fromRecord fills r from a record wire.Unmarshal accepted, for the lines
 // parseFast refused (none, if parseFast is right).
 func fromRecord(rec *wire.AuditRecord, r *lineRec) {
-	*r = lineRec{seq: rec.Seq, time: rec.Time, prev: hexOf(rec.Prev), prevHash: rec.Prev}
+	*r = lineRec{seq: rec.Seq, time: rec.Time, prevHash: rec.Prev}
 	switch ev := rec.Event.(type) {
 	case wire.DecisionEvent:
 		r.kind, r.session, r.call = evDecision, []byte(ev.Session.String()), uint64(ev.Call)

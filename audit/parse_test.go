@@ -12,8 +12,7 @@ import (
 // toRecord rebuilds the whole record from what parseFast read, so that the
 // tests can compare it with wire.Unmarshal's.
 func toRecord(b []byte, r *lineRec) wire.AuditRecord {
-	prev, _ := wire.ParseHash32(string(r.prev))
-	rec := wire.AuditRecord{Seq: r.seq, Time: r.time, Prev: prev}
+	rec := wire.AuditRecord{Seq: r.seq, Time: r.time, Prev: r.prevHash}
 	str := func(s span) string { return unquote(b[s.start:s.end], s.esc) }
 	opt := func(s span) *string {
 		if s.null {

@@ -192,9 +192,12 @@ func hashInto(b []byte, i int, h *wire.Hash32) int {
 func hexWord(x uint64) bool {
 	// With every byte below 0x80, adding 0x80-n sets a byte's high bit
 	// exactly when the byte is at least n, and never carries into the next.
-	const digit0, digit9, lowerA, lowerF = (0x80 - '0') * ones, (0x80 - '9' - 1) * ones, (0x80 - 'a') * ones, (0x80 - 'f' - 1) * ones
-	digit := (x + digit0) &^ (x + digit9)
-	lower := (x + lowerA) &^ (x + lowerF)
+	const (
+		atLeast0, above9 = (0x80 - '0') * ones, (0x80 - '9' - 1) * ones
+		atLeastA, aboveF = (0x80 - 'a') * ones, (0x80 - 'f' - 1) * ones
+	)
+	digit := (x + atLeast0) &^ (x + above9)
+	lower := (x + atLeastA) &^ (x + aboveF)
 	return x&highs == 0 && (digit|lower)&highs == highs
 }
 
