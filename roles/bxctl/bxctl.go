@@ -6,7 +6,10 @@
 // Each command lives in its own file with its flags and its Run method.
 package bxctl
 
-import "io"
+import (
+	"io"
+	"time"
+)
 
 type cli struct {
 	Approvals approvalsCmd `cmd:"" help:"List the tool calls waiting for your approval."`
@@ -21,5 +24,5 @@ type cli struct {
 // user typed to reach it ("bxctl", "boxmaker" or "boxmaker bxctl"), used in
 // messages and help only: argv[0] chooses behaviour, never privilege.
 func Main(name string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return runCLI(&cli{}, args, &env{name: name, stdin: stdin, stdout: stdout, stderr: stderr})
+	return runCLI(&cli{}, args, &env{name: name, stdin: stdin, stdout: stdout, stderr: stderr, now: time.Now})
 }

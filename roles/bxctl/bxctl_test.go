@@ -11,10 +11,6 @@ func TestEveryCommandParsesAndSaysItIsNotImplemented(t *testing.T) {
 		args  string
 		issue string
 	}{
-		{"approvals --admin-socket /run/a.sock", "the brokerd issue (the admin socket)"},
-		{"approve 41", "the brokerd issue (the admin socket)"},
-		{"refuse 41 --reason no", "the brokerd issue (the admin socket)"},
-		{"audit verify --home /var/lib/boxmaker", "the audit issue"},
 		{"chat --say hello --json", "the loopd issue"},
 	} {
 		var out, errs bytes.Buffer

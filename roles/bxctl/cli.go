@@ -9,18 +9,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/alecthomas/kong"
 )
 
 // env is what a command's Run method gets: the name it was invoked as (for
-// messages) and the three streams. Nothing reads os.Stdin, os.Stdout or
-// os.Stderr directly, so tests can drive a whole role in process.
+// messages), the three streams and the clock. Nothing reads os.Stdin,
+// os.Stdout or os.Stderr directly, so tests can drive a whole role in
+// process.
 type env struct {
 	name   string
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
+	now    func() time.Time
 }
 
 // exitCode is returned by a command that has already said everything it has

@@ -1,0 +1,58 @@
+package bxctl
+
+import (
+	"testing"
+	"time"
+)
+
+func TestPrintable(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain text, é and 漢字": "plain text, é and 漢字",
+		"\x1b[31mred":          `\u001b[31mred`,
+		"a\x00b\x1fc\x7fd":     `a\u0000b\u001fc\u007fd`,
+		"\u0080\u009b\u009f":   `\u0080\u009b\u009f`,
+		"\u00a0 stays":         "\u00a0 stays",
+		"tab\tnl\ncr\r":        `tab\u0009nl\u000acr\u000d`,
+		"bad \xff byte":        `bad \xff byte`,
+	} {
+		if got := printable(in); got != want {
+			t.Errorf("printable(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestShortSession(t *testing.T) {
+	for in, want := range map[string]string{
+		"s-1":                  "s-1",
+		"chat-17580":           "chat-17580", // ten: shown whole
+		"chat-175809":          "chat-1758…",
+		"chat-1758096300":      "chat-1758…",
+		"gateway-1758096300-x": "gateway-1…",
+	} {
+		if got := shortSession(in); got != want {
+			t.Errorf("shortSession(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestSpan(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{-time.Second, "0 s"},
+		{0, "0 s"},
+		{59999 * time.Millisecond, "59 s"},
+		{time.Minute, "1 min"},
+		{13*time.Minute + 59*time.Second, "13 min"},
+		{59 * time.Minute, "59 min"},
+		{time.Hour, "1 h"},
+		{47*time.Hour + 59*time.Minute, "47 h"},
+		{48 * time.Hour, "2 d"},
+		{100 * 24 * time.Hour, "100 d"},
+	} {
+		if got := span(tc.d); got != tc.want {
+			t.Errorf("span(%v) = %q, want %q", tc.d, got, tc.want)
+		}
+	}
+}
