@@ -1,8 +1,8 @@
 // Package brokerd is the tool broker: it decides every tool call against the
 // owner's grants, records the decision in the audit log before anything runs,
 // holds approvals, and (from M3b) runs tools in containers. It is the only
-// role that talks to Podman. Its behaviour arrives with the brokerd issue;
-// for now it parses its command line and says so.
+// role that talks to Podman. Its insides are under internal/: config,
+// state, approvals, broker, admin and serve.
 package brokerd
 
 import "io"
@@ -10,13 +10,6 @@ import "io"
 type cli struct {
 	Serve serveCmd `cmd:"" help:"Decide, record and answer tool calls on broker.sock; take approvals on admin.sock."`
 }
-
-type serveCmd struct {
-	Config      string `required:"" placeholder:"PATH" help:"brokerd.toml to read."`
-	AcceptBreak bool   `help:"Accept the audit chain's first failure once, by appending a record that names it (see docs/runbook.md#audit-chain-broken)."`
-}
-
-func (c *serveCmd) Run(e *env) error { return notYet(e, "serve", "the brokerd issue") }
 
 // Main runs brokerd with args (without the program name). name is what the
 // user typed to reach it ("brokerd" or "boxmaker brokerd"), used in messages

@@ -1,0 +1,145 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"boxmaker/runbook"
+	"boxmaker/wire"
+)
+
+// socket is one of brokerd's two sockets and the kinds it accepts.
+type socket struct {
+	name    string // "broker.sock" or "admin.sock", for messages
+	accepts string // the accepted kinds, for messages
+	ok      func(wire.Message) bool
+}
+
+var (
+	brokerSock = socket{"broker.sock", "tool_request", func(m wire.Message) bool {
+		_, ok := m.(wire.ToolRequest)
+		return ok
+	}}
+	adminSock = socket{"admin.sock", "approvals, approve, refuse and check_grants", func(m wire.Message) bool {
+		switch m.(type) {
+		case wire.Approvals, wire.Approve, wire.Refuse, wire.CheckGrants:
+			return true
+		}
+		return false
+	}}
+)
+
+// writeTimeout bounds each frame written to a client that does not read.
+const writeTimeout = 10 * time.Second
+
+// handle serves one connection: one request, its answer, then close. A
+// request that cannot be read is answered with its error code where a reply
+// is possible; either way only this connection closes.
+func (s *Server) handle(ctx context.Context, conn net.Conn, sock socket) {
+	defer conn.Close()
+	// Stopping closes the connection, which ends a blocked read or write.
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+
+	// A client that connects and sends nothing, or half a frame, is cut off
+	// rather than holding this goroutine for ever.
+	_ = conn.SetReadDeadline(time.Now().Add(s.requestTimeout))
+	env, err := wire.ReadRequest(conn)
+	if err != nil {
+		var ne net.Error
+		if errors.Is(err, io.EOF) || errors.As(err, &ne) && ne.Timeout() || errors.Is(err, net.ErrClosed) {
+			return // gone, silent, or brokerd is stopping: no one to answer
+		}
+		id := env.ID
+		var ve *wire.VersionError
+		if errors.As(err, &ve) {
+			id = ve.ID
+		}
+		reply(conn, id, wire.WireError{Code: wire.ErrorCodeFor(err), Detail: err.Error()})
+		return
+	}
+	_ = conn.SetReadDeadline(time.Time{})
+	if !sock.ok(env.Msg) {
+		s.log(fmt.Sprintf("brokerd: refused a %s message on %s, which accepts only %s", env.Msg.Kind(), sock.name, sock.accepts),
+			runbook.See("socket-forbidden"))
+		reply(conn, env.ID, wire.WireError{Code: wire.Forbidden,
+			Detail: fmt.Sprintf("%s accepts only %s, not %s", sock.name, sock.accepts, env.Msg.Kind())})
+		return
+	}
+	if req, ok := env.Msg.(wire.ToolRequest); ok {
+		s.tool(ctx, conn, env.ID, req)
+		return
+	}
+	reply(conn, env.ID, s.admin.Handle(ctx, env.Msg))
+}
+
+// tool answers a tool request on broker.sock.
+func (s *Server) tool(ctx context.Context, conn net.Conn, id uint64, req wire.ToolRequest) {
+	c := &loopdConn{conn: conn, id: id, gone: make(chan struct{})}
+	resp := s.broker.Handle(ctx, req, c)
+	c.stopWatching()
+	if resp == nil {
+		return // loopd left while the call waited
+	}
+	err := reply(conn, id, resp)
+	if errors.Is(err, wire.ErrFrameTooLarge) {
+		// The runtime caps output well below a frame; should one still not
+		// fit, loopd must learn how the call ended.
+		reply(conn, id, wire.FailedResponse{Message: "the result is larger than one frame (1 MiB) and cannot be sent"})
+	}
+}
+
+func reply(conn net.Conn, id uint64, msg wire.Message) error {
+	_ = conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+	return wire.WriteEnvelope(conn, wire.Reply(id, true, msg))
+}
+
+// loopdConn is the broker's view of a loopd connection. While a call waits
+// for approval, a goroutine reads the connection so that its close is seen
+// at once: the pending entry is then removed and nothing is written.
+type loopdConn struct {
+	conn     net.Conn
+	id       uint64
+	gone     chan struct{}
+	watching chan struct{} // closed when the reader returns; nil if none started
+}
+
+func (c *loopdConn) Pending(p wire.PendingResponse) error {
+	_ = c.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if err := wire.WriteEnvelope(c.conn, wire.Reply(c.id, false, p)); err != nil {
+		return err
+	}
+	c.watching = make(chan struct{})
+	go c.watch()
+	return nil
+}
+
+// watch reads until the connection fails: its close (EOF), brokerd
+// stopping, or stopWatching's deadline. A client sends nothing more after
+// its request, so anything it does send is discarded.
+func (c *loopdConn) watch() {
+	defer close(c.watching)
+	buf := make([]byte, 512)
+	for {
+		if _, err := c.conn.Read(buf); err != nil {
+			close(c.gone)
+			return
+		}
+	}
+}
+
+// Gone is closed when the connection closed while the call waited.
+func (c *loopdConn) Gone() <-chan struct{} { return c.gone }
+
+// stopWatching ends the reader, if one started, and waits for it.
+func (c *loopdConn) stopWatching() {
+	if c.watching == nil {
+		return
+	}
+	_ = c.conn.SetReadDeadline(time.Unix(1, 0))
+	<-c.watching
+}

@@ -1,0 +1,187 @@
+// Package serve is `brokerd serve`: the audit startup check, the two
+// sockets, one goroutine per connection, and the approval sweep. Every
+// goroutine it starts is stopped and waited for by Stop.
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"boxmaker/audit"
+	"boxmaker/roles/brokerd/internal/admin"
+	"boxmaker/roles/brokerd/internal/approvals"
+	"boxmaker/roles/brokerd/internal/broker"
+	"boxmaker/roles/brokerd/internal/config"
+	"boxmaker/roles/brokerd/internal/runner"
+	"boxmaker/roles/brokerd/internal/state"
+)
+
+// Options are what Start needs.
+type Options struct {
+	Config      config.Config
+	AcceptBreak bool
+	// Runtime runs allowed calls.
+	Runtime runner.Runtime
+	// Stderr gets startup lines and the owner's notices.
+	Stderr io.Writer
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+
+	// Test seams. AuditOpenFile is audit.Options.OpenFile; States replaces
+	// the state files under <home>/broker/sessions; RequestTimeout (30 s
+	// when zero) bounds the wait for a request frame; SweepEvery (1 s when
+	// zero) is how often expired approvals are ended.
+	AuditOpenFile  func(name string, flag int, perm fs.FileMode) (audit.File, error)
+	States         broker.States
+	RequestTimeout time.Duration
+	SweepEvery     time.Duration
+}
+
+// Server is a running brokerd.
+type Server struct {
+	broker         *broker.Broker
+	admin          *admin.Admin
+	audit          *audit.Writer
+	requestTimeout time.Duration
+	stderr         io.Writer
+	logMu          sync.Mutex
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	lns    []*net.UnixListener
+}
+
+// Start runs the audit startup check, then listens on both sockets and
+// serves until Stop. Open's errors are returned as they are, so the caller
+// can tell audit.ErrAlreadyRunning, audit.ErrChainBroken and
+// audit.ErrNothingToAccept apart.
+func Start(o Options) (*Server, error) {
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	cfg := o.Config
+	w, rep, err := audit.Open(filepath.Join(cfg.Paths.Home, "audit"),
+		audit.Options{AcceptBreak: o.AcceptBreak, Now: now, OpenFile: o.AuditOpenFile})
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{audit: w, stderr: o.Stderr, requestTimeout: o.RequestTimeout}
+	if s.requestTimeout == 0 {
+		s.requestTimeout = 30 * time.Second
+	}
+	if lines := rep.Lines(); len(lines) > 0 {
+		s.log(lines...)
+	}
+	states := o.States
+	if states == nil {
+		st := state.New(filepath.Join(cfg.Paths.Home, "broker", "sessions"))
+		if err := st.MakeDir(); err != nil {
+			return nil, errors.Join(err, w.Close())
+		}
+		states = st
+	}
+	table := approvals.New()
+	s.broker = &broker.Broker{Grants: cfg.Paths.Grants, Audit: w, States: states, Approvals: table,
+		Runtime: o.Runtime, TTL: time.Duration(cfg.Approvals.TTLMs) * time.Millisecond, Now: now, Log: s.log}
+	s.admin = &admin.Admin{Grants: cfg.Paths.Grants, Approvals: table, Now: now}
+
+	for _, l := range []struct {
+		sock socket
+		path string
+	}{{brokerSock, cfg.Sockets.Broker}, {adminSock, cfg.Sockets.Admin}} {
+		ln, err := listen(l.sock.name, l.path)
+		if err != nil {
+			for _, ln := range s.lns {
+				ln.Close()
+			}
+			return nil, errors.Join(err, w.Close())
+		}
+		s.lns = append(s.lns, ln)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	for i, sock := range []socket{brokerSock, adminSock} {
+		ln := s.lns[i]
+		s.wg.Go(func() { s.accept(ctx, ln, sock) })
+	}
+	every := o.SweepEvery
+	if every == 0 {
+		every = time.Second
+	}
+	s.wg.Go(func() { sweep(ctx, table, every, now) })
+	s.log(fmt.Sprintf("brokerd: serving %s and %s; grants from %s", cfg.Sockets.Broker, cfg.Sockets.Admin, cfg.Paths.Grants))
+	return s, nil
+}
+
+// Stop closes both sockets and every connection, waits for every goroutine
+// (a call that is running finishes and records its result first), then
+// closes the audit log.
+func (s *Server) Stop() error {
+	s.cancel()
+	s.wg.Wait()
+	return s.audit.Close()
+}
+
+// Run serves until ctx ends.
+func Run(ctx context.Context, o Options) error {
+	s, err := Start(o)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return s.Stop()
+}
+
+// accept serves ln until ctx ends, each connection on its own goroutine.
+func (s *Server) accept(ctx context.Context, ln *net.UnixListener, sock socket) {
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			// Out of file descriptors, say: wait and try again rather than
+			// stop serving.
+			s.log(fmt.Sprintf("brokerd: %s: %v", sock.name, err))
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-ctx.Done():
+			}
+			continue
+		}
+		s.wg.Go(func() { s.handle(ctx, conn, sock) })
+	}
+}
+
+// sweep ends expired approvals every tick until ctx ends.
+func sweep(ctx context.Context, t *approvals.Table, every time.Duration, now func() time.Time) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			t.Expire(now())
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// log writes lines to stderr together, so that lines from concurrent calls
+// do not interleave.
+func (s *Server) log(lines ...string) {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	_, _ = io.WriteString(s.stderr, strings.Join(lines, "\n")+"\n")
+}

@@ -1,0 +1,55 @@
+package brokerd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"boxmaker/audit"
+	"boxmaker/roles/brokerd/internal/config"
+	"boxmaker/roles/brokerd/internal/serve"
+)
+
+type serveCmd struct {
+	Config      string `required:"" placeholder:"PATH" help:"brokerd.toml to read."`
+	AcceptBreak bool   `help:"Accept the audit chain's first failure once, by appending a record that names it (see docs/runbook.md#audit-chain-broken)."`
+}
+
+// Run reads the config, runs the audit startup check, then serves both
+// sockets until SIGINT or SIGTERM. Exit statuses: 1 for a config that does
+// not load, brokerd already running, a broken chain, or an audit log that
+// cannot be written; 2 for --accept-break with nothing to accept.
+func (c *serveCmd) Run(e *env) error {
+	cfg, err := config.Load(c.Config, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "%s serve: %v\n", e.name, err)
+		return exitCode(1)
+	}
+	rt, err := newRuntime(cfg)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "%s serve: %v\n", e.name, err)
+		return exitCode(1)
+	}
+	if cl, ok := rt.(io.Closer); ok {
+		defer cl.Close()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err = serve.Run(ctx, serve.Options{Config: cfg, AcceptBreak: c.AcceptBreak, Runtime: rt, Stderr: e.stderr})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, audit.ErrNothingToAccept):
+		fmt.Fprintln(e.stderr, err) // its text ends with the runbook line
+		return exitCode(2)
+	case errors.Is(err, audit.ErrAlreadyRunning), errors.Is(err, audit.ErrChainBroken), errors.Is(err, audit.ErrUnavailable):
+		fmt.Fprintln(e.stderr, err)
+		return exitCode(1)
+	}
+	fmt.Fprintf(e.stderr, "%s serve: %v\n", e.name, err)
+	return exitCode(1)
+}

@@ -1,0 +1,171 @@
+package brokerd
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"boxmaker/audit"
+	"boxmaker/wire"
+)
+
+// home makes a short temporary home and a brokerd.toml for it; socket
+// paths are limited to 107 bytes.
+func home(t *testing.T) (dir, config string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "bd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	config = filepath.Join(dir, "brokerd.toml")
+	text := "[paths]\nhome = \"" + dir + "\"\ngrants = \"" + filepath.Join(dir, "grants") + "\"\n"
+	if err := os.WriteFile(config, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir, config
+}
+
+func runServe(args ...string) (int, string, string) {
+	var out, errs syncBuf
+	code := Main("brokerd", append([]string{"serve"}, args...), strings.NewReader(""), &out, &errs)
+	return code, out.String(), errs.String()
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestServeConfigErrors(t *testing.T) {
+	dir, _ := home(t)
+	bad := filepath.Join(dir, "bad.toml")
+	os.WriteFile(bad, []byte("[paths]\nHome = \"/x\"\n"), 0o600)
+	code, _, errs := runServe("--config", bad)
+	if code != 1 || errs != "brokerd serve: "+bad+":2: unknown key \"paths.Home\"\n" {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	code, _, errs = runServe("--config", filepath.Join(dir, "absent.toml"))
+	if code != 1 || !strings.Contains(errs, "no such file") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+}
+
+func TestServeAlreadyRunning(t *testing.T) {
+	dir, config := home(t)
+	w, _, err := audit.Open(filepath.Join(dir, "audit"), audit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	code, _, errs := runServe("--config", config)
+	if code != 1 || errs != "brokerd is already running\nsee docs/runbook.md#brokerd-already-running\n" {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+}
+
+func TestServeNothingToAccept(t *testing.T) {
+	_, config := home(t)
+	code, _, errs := runServe("--config", config, "--accept-break")
+	if code != 2 || !strings.Contains(errs, "nothing to accept") || !strings.HasSuffix(errs, "\nsee docs/runbook.md#audit-accept-break-nothing\n") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+}
+
+func TestServeChainBroken(t *testing.T) {
+	dir, config := home(t)
+	copyLog(t, "../../fixtures/audit/changed-byte/audit", filepath.Join(dir, "audit"))
+	code, _, errs := runServe("--config", config)
+	if code != 1 || !strings.HasPrefix(errs, "audit: the chain is broken at 2026-09-19.jsonl:3: ") ||
+		!strings.HasSuffix(errs, "\nsee docs/runbook.md#audit-chain-broken\n") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+}
+
+func copyLog(t *testing.T, from, to string) {
+	t.Helper()
+	names, _ := filepath.Glob(filepath.Join(from, "*.jsonl"))
+	if len(names) == 0 {
+		t.Fatalf("no log in %s", from)
+	}
+	os.MkdirAll(to, 0o700)
+	for _, n := range names {
+		data, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, filepath.Base(n)), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestServeRunsUntilSIGTERM: a broken chain accepted with --accept-break,
+// both sockets served, and a clean stop on SIGTERM.
+func TestServeRunsUntilSIGTERM(t *testing.T) {
+	dir, config := home(t)
+	copyLog(t, "../../fixtures/audit/changed-byte/audit", filepath.Join(dir, "audit"))
+	var out, errs syncBuf
+	done := make(chan int, 1)
+	go func() {
+		done <- Main("brokerd", []string{"serve", "--config", config, "--accept-break"}, strings.NewReader(""), &out, &errs)
+	}()
+	admin := filepath.Join(dir, "run", "owner-broker", "admin.sock")
+	var c net.Conn
+	var err error
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if c, err = net.Dial("unix", admin); err == nil {
+			break
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("exited %d: %s", code, errs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("admin.sock never came: %v; stderr %q", err, errs.String())
+		}
+	}
+	defer c.Close()
+	if err := wire.WriteEnvelope(c, wire.Request(1, wire.Approvals{})); err != nil {
+		t.Fatal(err)
+	}
+	if env, err := wire.ReadEnvelope(c); err != nil || env.Msg.Kind() != wire.KindApprovalList {
+		t.Fatalf("got %+v, %v", env, err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("did not stop on SIGTERM")
+	}
+	if s := errs.String(); !strings.HasPrefix(s, "audit: accepted the break at 2026-09-19.jsonl:3: ") || !strings.Contains(s, "brokerd: serving ") {
+		t.Fatalf("stderr %q", s)
+	}
+	if _, err := os.Stat(admin); !os.IsNotExist(err) {
+		t.Errorf("admin.sock left behind: %v", err)
+	}
+}
