@@ -19,6 +19,7 @@ import (
 	"boxmaker/roles/gatewayd"
 	"boxmaker/roles/inferproxy"
 	"boxmaker/roles/loopd"
+	"boxmaker/roles/toolkit"
 )
 
 func main() { os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr)) }
@@ -61,6 +62,9 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if m := role(prog); m != nil {
 		return m(prog, args, stdin, stdout, stderr)
+	}
+	if prog == "toolkit" { // hidden: the program inside tool containers (roles/toolkit)
+		return toolkit.Main(prog, args, stdin, stdout, stderr)
 	}
 	return owner(prog, args, stdin, stdout, stderr)
 }

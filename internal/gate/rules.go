@@ -41,9 +41,11 @@ var importRules = []rule{
 		"gatewayd relays the owner's messages and answers; it decides nothing"},
 	{"roles/inferproxy", []string{"wire", "runbook"},
 		"inferproxy forwards bytes to the model server; it decides nothing"},
+	{"roles/toolkit", []string{"wire", "runbook"},
+		"the tool program inside containers (a hidden role of the binary): it decides nothing, so no policy, and talks to nothing but its stdin, stdout and the egress proxy"},
 	{"internal/fakellama", nil,
 		"the fake llama-server for offline tests (design card, M2); tests of any role may use it, no production package may (no rule lists it)"},
-	{".", []string{"roles/loopd", "roles/brokerd", "roles/gatewayd", "roles/inferproxy", "roles/bxctl", "wire", "runbook"},
+	{".", []string{"roles/loopd", "roles/brokerd", "roles/gatewayd", "roles/inferproxy", "roles/bxctl", "roles/toolkit", "wire", "runbook"},
 		"main.go only chooses a role by argv[0] and calls its entry point"},
 }
 

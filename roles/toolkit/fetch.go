@@ -1,0 +1,89 @@
+package toolkit
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// maxRedirects caps the redirects http_fetch follows. Each one goes through
+// the egress proxy again, which refuses any host the grant does not cover.
+const maxRedirects = 5
+
+// testRoots replaces the system's certificate roots in this package's own
+// tests; nothing else sets it.
+var testRoots *x509.CertPool
+
+// httpFetch GETs rawURL through the SOCKS5 proxy on the Unix socket proxy,
+// the container's only way out: it has no network of its own. Names are
+// sent to the proxy, never resolved here; the proxy resolves them and
+// decides.
+func httpFetch(rawURL, proxy string, max int64) Response {
+	client := &http.Client{
+		Transport: &http.Transport{
+			Proxy: nil,
+			DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+				return dialSOCKS(ctx, proxy, addr)
+			},
+			// nil roots: the system's, /etc/ssl/certs/ca-certificates.crt
+			// in the tool image.
+			TLSClientConfig:   &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: testRoots},
+			ForceAttemptHTTP2: true,
+		},
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= maxRedirects {
+				return fmt.Errorf("stopped after %d redirects", maxRedirects)
+			}
+			if req.URL.Scheme != "https" || (req.URL.Port() != "" && req.URL.Port() != "443") {
+				return fmt.Errorf("refused a redirect to %s: only https on port 443 is fetched", req.URL.Redacted())
+			}
+			return nil
+		},
+	}
+	// The toolkit exits after one fetch; closing is for tidiness, and for
+	// this package's tests, whose fake proxy waits for its connections.
+	defer client.CloseIdleConnections()
+	req, err := http.NewRequest(http.MethodGet, rawURL, nil)
+	if err != nil {
+		return failed("http_fetch: " + err.Error())
+	}
+	req.Header.Set("User-Agent", "boxmaker-http-fetch/1")
+	resp, err := client.Do(req)
+	if err != nil {
+		return failed("http_fetch: " + fetchError(err))
+	}
+	defer resp.Body.Close()
+	body, err := readCapped(resp.Body, max)
+	if err != nil {
+		return failed(fmt.Sprintf("http_fetch: reading the body of %s: %s", resp.Request.URL.Redacted(), fetchError(err)))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "HTTP %s\n", resp.Status)
+	if final := resp.Request.URL.String(); final != rawURL {
+		fmt.Fprintf(&b, "URL: %s\n", final)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "" {
+		fmt.Fprintf(&b, "Content-Type: %s\n", ct)
+	}
+	b.WriteString("\n")
+	// Header values come from the server: make them text too.
+	head := strings.ToValidUTF8(strings.ReplaceAll(b.String(), "\x00", ""), "\uFFFD")
+	text, truncated := body.text("content")
+	return result(head+text, truncated)
+}
+
+// fetchError is err without the Go client's "Get \"url\": " prefix, which
+// repeats what the model asked for.
+func fetchError(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return err.Error()
+}
