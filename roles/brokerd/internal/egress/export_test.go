@@ -1,0 +1,17 @@
+package egress
+
+import "net/netip"
+
+// SetTestHosts is the test-only hook (see testHooks): names in dial go
+// straight to a local address, names in resolve get these answers instead
+// of DNS's. It returns a function that removes them.
+func SetTestHosts(dial map[string]netip.AddrPort, resolve map[string][]netip.Addr) (restore func()) {
+	testHooks.mu.Lock()
+	defer testHooks.mu.Unlock()
+	testHooks.dial, testHooks.resolve = dial, resolve
+	return func() {
+		testHooks.mu.Lock()
+		defer testHooks.mu.Unlock()
+		testHooks.dial, testHooks.resolve = nil, nil
+	}
+}
