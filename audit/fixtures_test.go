@@ -78,7 +78,7 @@ func checkStartup(t *testing.T, c fixCase, rep ChainReport, log string) {
 }
 
 // logNamesT lists a log's files.
-func logNamesT(t *testing.T, dir string) []string {
+func logNamesT(t testing.TB, dir string) []string {
 	t.Helper()
 	names, err := logNames(dir)
 	if err != nil {

@@ -41,16 +41,29 @@ func (j *job) run(d *dateCache) {
 	close(j.done)
 }
 
-// feedFile feeds one file to v. Every goroutine it starts has returned when
-// it returns.
+// feedFile feeds one file to v.
 func feedFile(v *ChainVerifier, path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
 	defer f.Close()
-	v.File(filepath.Base(path))
+	size := int64(chunkSize)
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	if err := feedReader(v, filepath.Base(path), f, size); err != nil {
+		return fmt.Errorf("audit: reading %s: %w", path, err)
+	}
+	return nil
+}
 
+// feedReader feeds the file name, read from r, to v; size is about how long
+// it is, so that a small file gets a small buffer. Every goroutine it starts
+// has returned when it returns.
+func feedReader(v *ChainVerifier, name string, r io.Reader, size int64) error {
+	v.File(name)
+	first := int(min(max(size+1, 512), chunkSize))
 	n := runtime.GOMAXPROCS(0)
 	work := make(chan *job, 2*n)   // to the workers
 	order := make(chan *job, 2*n)  // to this goroutine, in file order
@@ -72,7 +85,7 @@ func feedFile(v *ChainVerifier, path string) error {
 		defer wg.Done()
 		defer close(order)
 		defer close(work)
-		readErr = readChunks(f, func(data []byte) {
+		readErr = readChunks(r, first, func(data []byte) {
 			var j *job
 			select {
 			case j = <-free:
@@ -96,16 +109,14 @@ func feedFile(v *ChainVerifier, path string) error {
 		}
 	}
 	wg.Wait()
-	if readErr != nil {
-		return fmt.Errorf("audit: reading %s: %w", path, readErr)
-	}
-	return nil
+	return readErr
 }
 
 // readChunks reads r to the end, handing emit chunks that end with a newline
-// (the last may not). Buffers come from jobs done with, where possible.
-func readChunks(r io.Reader, emit func([]byte), free chan *job) error {
-	buf := newBuf(free, chunkSize)
+// (the last may not); the first buffer has first bytes. Buffers come from
+// jobs done with, where possible.
+func readChunks(r io.Reader, first int, emit func([]byte), free chan *job) error {
+	buf := newBuf(free, first)
 	n := 0
 	for {
 		m, err := r.Read(buf[n:])
