@@ -73,7 +73,7 @@ func resumeFrom(tail []tailLine) *ChainVerifier {
 	}
 	for i, l := range tail {
 		var r lineRec
-		var d dateCache
+		var d parser
 		if ok, _, _ := parseLine(&d, l.b, &r); !ok {
 			continue
 		}

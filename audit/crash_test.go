@@ -112,7 +112,7 @@ func crashChild(t *testing.T, dir string, base uint64, d time.Duration) map[uint
 func checkReported(t *testing.T, dir string, reported map[uint64]uint64) {
 	t.Helper()
 	found := map[uint64][]uint64{} // seq -> calls of the decisions with it
-	var d dateCache
+	var d parser
 	for _, name := range logNamesT(t, dir) {
 		for _, l := range readLines(t, filepath.Join(dir, name)) {
 			var r lineRec

@@ -82,7 +82,13 @@ type lineRec struct {
 	hash     []byte // hex of torn_sha256, last_good, sha256 or grant_sha256 (nil if null)
 	file     string // AcceptedBreak.file
 
-	// Read only by the tests, which rebuild the whole record from them.
+	x *lineExtra // the rest, which only the tests read
+}
+
+// lineExtra is the rest of a record, which the tests rebuild whole to compare
+// with wire.Unmarshal's. It stays with the parser rather than travel with
+// every line from VerifyDir's workers to the verifier.
+type lineExtra struct {
 	decision             uint64
 	reason, enum1, enum2 int // deny reason; answer or status; taint or class
 	enum3                int // taint_after
@@ -90,9 +96,16 @@ type lineRec struct {
 	strs                 [3]span // tool, arguments, grant; by, post, reason
 }
 
+// parser is one goroutine's parsing state.
+type parser struct {
+	dateCache
+	extra lineExtra
+}
+
 // parseFast reports whether b is exactly the canonical encoding of an
 // AuditRecord, filling r. A false answer is not final: see the top.
-func (d *dateCache) parseFast(b []byte, r *lineRec) bool {
+func (d *parser) parseFast(b []byte, r *lineRec) bool {
+	r.x = &d.extra
 	i := lit(b, 0, `{"seq":`)
 	r.seq, i = num(b, i)
 	i = lit(b, i, `,"time":`)
@@ -135,34 +148,34 @@ func (d *dateCache) parseFast(b []byte, r *lineRec) bool {
 func parseDecision(b []byte, i int, r *lineRec) int {
 	i = sessionCall(b, i, r)
 	i = lit(b, i, `,"tool":`)
-	i = strField(b, i, &r.strs[0], false)
+	i = strField(b, i, &r.x.strs[0], false)
 	i = lit(b, i, `,"arguments":`)
-	i = strField(b, i, &r.strs[1], false)
+	i = strField(b, i, &r.x.strs[1], false)
 	i = lit(b, i, `,"outcome":`)
 	i = outcome(b, i, r)
 	i = lit(b, i, `,"grant":`)
-	i = strField(b, i, &r.strs[2], true)
+	i = strField(b, i, &r.x.strs[2], true)
 	i = lit(b, i, `,"grant_sha256":`)
 	i = hashField(b, i, r, true)
 	i = lit(b, i, `,"taint":`)
-	r.enum2, i = enum(b, i, classNames)
+	r.x.enum2, i = enum(b, i, classNames)
 	i = lit(b, i, `,"untrusted":`)
-	r.untrusted, i = boolean(b, i)
+	r.x.untrusted, i = boolean(b, i)
 	return i
 }
 
 func parseApproval(b []byte, i int, r *lineRec) int {
 	i = sessionCall(b, i, r)
 	i = lit(b, i, `,"decision":`)
-	r.decision, i = num(b, i)
+	r.x.decision, i = num(b, i)
 	i = lit(b, i, `,"answer":`)
-	r.enum1, i = enum(b, i, answerNames)
+	r.x.enum1, i = enum(b, i, answerNames)
 	i = lit(b, i, `,"by":`)
-	i = strField(b, i, &r.strs[0], true)
+	i = strField(b, i, &r.x.strs[0], true)
 	i = lit(b, i, `,"post":`)
-	i = strField(b, i, &r.strs[1], true)
+	i = strField(b, i, &r.x.strs[1], true)
 	i = lit(b, i, `,"reason":`)
-	i = strField(b, i, &r.strs[2], true)
+	i = strField(b, i, &r.x.strs[2], true)
 	i = lit(b, i, `,"outcome":`)
 	return outcome(b, i, r)
 }
@@ -170,21 +183,21 @@ func parseApproval(b []byte, i int, r *lineRec) int {
 func parseResult(b []byte, i int, r *lineRec) int {
 	i = sessionCall(b, i, r)
 	i = lit(b, i, `,"decision":`)
-	r.decision, i = num(b, i)
+	r.x.decision, i = num(b, i)
 	i = lit(b, i, `,"status":`)
-	r.enum1, i = enum(b, i, statusNames)
+	r.x.enum1, i = enum(b, i, statusNames)
 	i = lit(b, i, `,"class":`)
-	r.enum2, i = enum(b, i, classNames)
+	r.x.enum2, i = enum(b, i, classNames)
 	i = lit(b, i, `,"untrusted":`)
-	r.untrusted, i = boolean(b, i)
+	r.x.untrusted, i = boolean(b, i)
 	i = lit(b, i, `,"truncated":`)
-	r.truncated, i = boolean(b, i)
+	r.x.truncated, i = boolean(b, i)
 	i = lit(b, i, `,"bytes":`)
 	r.n, i = num(b, i)
 	i = lit(b, i, `,"sha256":`)
 	i = hashField(b, i, r, false)
 	i = lit(b, i, `,"taint_after":`)
-	r.enum3, i = enum(b, i, classNames)
+	r.x.enum3, i = enum(b, i, classNames)
 	return i
 }
 
@@ -225,7 +238,7 @@ func outcome(b []byte, i int, r *lineRec) int {
 	r.outcome, i = enum(b, i, outcomeNames)
 	if i >= 0 && r.outcome == outcomeDenied {
 		i = lit(b, i, `,"reason":`)
-		r.reason, i = enum(b, i, denyReasonNames)
+		r.x.reason, i = enum(b, i, denyReasonNames)
 	}
 	return lit(b, i, "}")
 }
@@ -290,7 +303,7 @@ func unquote(s []byte, esc bool) string {
 
 // parseLine parses one line: fast, or, if parseFast refuses it, with
 // wire.Unmarshal, whose verdict is final (slow reports that it was needed).
-func parseLine(d *dateCache, b []byte, r *lineRec) (ok bool, why string, slow bool) {
+func parseLine(d *parser, b []byte, r *lineRec) (ok bool, why string, slow bool) {
 	if d.parseFast(b, r) {
 		return true, "", false
 	}

@@ -26,7 +26,7 @@ func toRecord(b []byte, r *lineRec) wire.AuditRecord {
 		h, _ = wire.ParseHash32(string(r.hash))
 	}
 	outcome := []wire.DecisionRecord{wire.OutcomeAllowed{}, wire.OutcomeAsk{},
-		wire.OutcomeDenied{Reason: wire.DenyReason(r.reason + 1)}}[r.outcome]
+		wire.OutcomeDenied{Reason: wire.DenyReason(r.x.reason + 1)}}[r.outcome]
 	var session wire.SessionID
 	if r.session != nil {
 		session = sid(string(r.session))
@@ -37,17 +37,17 @@ func toRecord(b []byte, r *lineRec) wire.AuditRecord {
 		if r.hash != nil {
 			gh = &h
 		}
-		rec.Event = wire.DecisionEvent{Session: session, Call: wire.CallID(r.call), Tool: str(r.strs[0]),
-			Arguments: str(r.strs[1]), Outcome: outcome, Grant: opt(r.strs[2]), GrantSha256: gh,
-			Taint: wire.DataClass(r.enum2 + 1), Untrusted: r.untrusted}
+		rec.Event = wire.DecisionEvent{Session: session, Call: wire.CallID(r.call), Tool: str(r.x.strs[0]),
+			Arguments: str(r.x.strs[1]), Outcome: outcome, Grant: opt(r.x.strs[2]), GrantSha256: gh,
+			Taint: wire.DataClass(r.x.enum2 + 1), Untrusted: r.x.untrusted}
 	case evApproval:
-		rec.Event = wire.ApprovalEvent{Session: session, Call: wire.CallID(r.call), Decision: r.decision,
-			Answer: wire.ApprovalAnswer(r.enum1 + 1), By: opt(r.strs[0]), Post: opt(r.strs[1]),
-			Reason: opt(r.strs[2]), Outcome: outcome}
+		rec.Event = wire.ApprovalEvent{Session: session, Call: wire.CallID(r.call), Decision: r.x.decision,
+			Answer: wire.ApprovalAnswer(r.x.enum1 + 1), By: opt(r.x.strs[0]), Post: opt(r.x.strs[1]),
+			Reason: opt(r.x.strs[2]), Outcome: outcome}
 	case evResult:
-		rec.Event = wire.ResultEvent{Session: session, Call: wire.CallID(r.call), Decision: r.decision,
-			Status: wire.ResultStatus(r.enum1 + 1), Class: wire.DataClass(r.enum2 + 1), Untrusted: r.untrusted,
-			Truncated: r.truncated, Bytes: r.n, Sha256: h, TaintAfter: wire.DataClass(r.enum3 + 1)}
+		rec.Event = wire.ResultEvent{Session: session, Call: wire.CallID(r.call), Decision: r.x.decision,
+			Status: wire.ResultStatus(r.x.enum1 + 1), Class: wire.DataClass(r.x.enum2 + 1), Untrusted: r.x.untrusted,
+			Truncated: r.x.truncated, Bytes: r.n, Sha256: h, TaintAfter: wire.DataClass(r.x.enum3 + 1)}
 	case evRecovery:
 		rec.Event = wire.RecoveryEvent{TornBytes: r.n, TornSha256: h}
 	case evBreak:
@@ -63,7 +63,7 @@ func differ(t *testing.T, b []byte) (accepted bool) {
 	var want wire.AuditRecord
 	werr := wire.Unmarshal(b, &want)
 	var r lineRec
-	var d dateCache
+	var d parser
 	fast := d.parseFast(b, &r)
 	switch {
 	case fast && werr != nil:

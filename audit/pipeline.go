@@ -28,7 +28,7 @@ type job struct {
 }
 
 // run cuts the chunk into lines and prepares them.
-func (j *job) run(d *dateCache) {
+func (j *job) run(d *parser) {
 	j.lines = j.lines[:0]
 	for data := j.data; len(data) > 0; {
 		line, rest, newline := bytes.Cut(data, []byte{'\n'})
@@ -73,7 +73,7 @@ func feedReader(v *ChainVerifier, name string, r io.Reader, size int64) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var d dateCache
+			var d parser
 			for j := range work {
 				j.run(&d)
 			}

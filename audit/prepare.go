@@ -16,7 +16,7 @@ type prepared struct {
 	newline bool
 }
 
-func (p *prepared) prepare(d *dateCache, b []byte) {
+func (p *prepared) prepare(d *parser, b []byte) {
 	p.hash, p.size = wire.Sha256(b), uint64(len(b))
 	p.parsed, p.why, p.slow = parseLine(d, b, &p.rec)
 }

@@ -17,7 +17,7 @@ import (
 // It judges each line one line late, because a torn line is only known to be
 // recovered when the next line, a matching Recovery record, arrives.
 type ChainVerifier struct {
-	dates  dateCache
+	dates  parser
 	file   string
 	lineNo uint64
 
