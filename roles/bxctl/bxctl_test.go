@@ -6,27 +6,6 @@ import (
 	"testing"
 )
 
-func TestEveryCommandParsesAndSaysItIsNotImplemented(t *testing.T) {
-	for _, tc := range []struct {
-		args  string
-		issue string
-	}{
-		{"chat --say hello --json", "the loopd issue"},
-	} {
-		var out, errs bytes.Buffer
-		code := Main("bxctl", strings.Fields(tc.args), strings.NewReader(""), &out, &errs)
-		words := strings.Fields(tc.args)
-		name := words[0]
-		if name == "grants" || name == "audit" {
-			name += " " + words[1]
-		}
-		want := "bxctl " + name + ": not implemented yet; it arrives with " + tc.issue + "\n"
-		if code != 2 || out.Len() != 0 || errs.String() != want {
-			t.Errorf("%s: exit %d, stdout %q, stderr %q; want 2 and %q", tc.args, code, out.String(), errs.String(), want)
-		}
-	}
-}
-
 func TestBadArgumentsAreUsageErrors(t *testing.T) {
 	for _, args := range []string{
 		"approve",          // the id is required

@@ -1,13 +1,221 @@
 package bxctl
 
-// chat speaks the channel protocol on loop.sock, the same one gatewayd
-// speaks (M2).
+import (
+	"bufio"
+	"fmt"
+
+	"net"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"boxmaker/runbook"
+	"boxmaker/wire"
+)
+
+// chat speaks the channel protocol on loop.sock (wire/channel.go), the same
+// one gatewayd speaks: one say per connection, answered by the turn's
+// events. Everything the model or a tool wrote is printed as data.
 
 type chatCmd struct {
-	Say  string `placeholder:"TEXT" help:"Send one message, print the answer and exit."`
-	JSON bool   `name:"json" help:"Print the turn's events as JSON lines."`
+	Say         string `placeholder:"TEXT" help:"Send one message, print the turn's events and exit; approvals are listed, not asked."`
+	JSON        bool   `name:"json" help:"Print the turn's events as JSON lines; approvals are not asked."`
+	Session     string `placeholder:"ID" help:"Continue this session (default: start a new one)."`
+	LoopSocket  string `placeholder:"PATH" help:"loopd's socket (default: $BOXMAKER_HOME/run/owner-loop/loop.sock)."`
+	AdminSocket string `placeholder:"PATH" help:"brokerd's admin socket, to answer approvals (default: $BOXMAKER_HOME/run/owner-broker/admin.sock)."`
 }
 
+// turnTimeout bounds one turn; a turn that waits for an approval can take
+// as long as the approval's TTL.
+const turnTimeout = 30 * time.Minute
+
 func (c *chatCmd) Run(e *env) error {
-	return notYet(e, "chat", "the loopd issue")
+	ch := &chat{e: e, cmd: e.name + " chat", loop: c.LoopSocket, admin: adminSocket(c.AdminSocket),
+		json: c.JSON, ask: c.Say == "" && !c.JSON, in: bufio.NewReader(e.stdin)}
+	if ch.loop == "" {
+		ch.loop = filepath.Join(defaultHome(), "run", "owner-loop", "loop.sock")
+	}
+	if c.Session != "" {
+		id, err := wire.NewSessionID(c.Session)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "%s: %v\n", ch.cmd, err)
+			return exitCode(2)
+		}
+		ch.session = &id
+	}
+	if c.Say != "" {
+		return ch.turn(c.Say)
+	}
+	if c.JSON {
+		// --json without --say: one message per line of stdin.
+		return ch.lines(false)
+	}
+	return ch.lines(true)
+}
+
+type chat struct {
+	e           *env
+	cmd         string
+	loop, admin string
+	json, ask   bool
+	in          *bufio.Reader
+	session     *wire.SessionID
+}
+
+// lines sends each line of stdin as a message until end of input.
+func (ch *chat) lines(prompt bool) error {
+	var failed bool
+	for {
+		if prompt {
+			fmt.Fprint(ch.e.stderr, "you> ")
+		}
+		line, err := ch.in.ReadString('\n')
+		text := strings.TrimRight(line, "\r\n")
+		if strings.TrimSpace(text) != "" {
+			if terr := ch.turn(text); terr != nil {
+				if _, ok := terr.(exitCode); !ok {
+					return terr
+				}
+				failed = true
+			}
+		}
+		if err != nil {
+			if prompt {
+				fmt.Fprintln(ch.e.stderr)
+			}
+			if failed {
+				return exitCode(1)
+			}
+			return nil
+		}
+	}
+}
+
+// turn says text and prints the turn's events until the final one. A turn
+// that ends in failed is exit status 1.
+func (ch *chat) turn(text string) error {
+	conn, err := net.DialTimeout("unix", ch.loop, dialTimeout)
+	if err != nil {
+		fmt.Fprintf(ch.e.stderr, "%s: cannot reach loopd at %s: %s\n%s\n", ch.cmd, printable(ch.loop), printable(err.Error()), runbook.See("loop-unavailable"))
+		return exitCode(1)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(turnTimeout))
+	if err := wire.WriteEnvelope(conn, wire.Request(1, wire.Say{Session: ch.session, Text: text})); err != nil {
+		return ch.broken(err)
+	}
+	for {
+		env, err := wire.ReadEnvelope(conn)
+		if err != nil {
+			return ch.broken(err)
+		}
+		if we, ok := env.Msg.(wire.WireError); ok {
+			fmt.Fprintf(ch.e.stderr, "%s: loopd refused the message: %s: %s\n", ch.cmd, we.Code, printable(we.Detail))
+			return exitCode(1)
+		}
+		ev, ok := env.Msg.(wire.TurnEvent)
+		if !ok || env.ID != 1 {
+			return ch.broken(fmt.Errorf("an unexpected %s frame", env.Msg.Kind()))
+		}
+		if err := ch.show(ev); err != nil {
+			return err
+		}
+		if env.Final {
+			if _, failed := ev.(wire.TurnFailed); failed {
+				return exitCode(1)
+			}
+			return nil
+		}
+	}
+}
+
+func (ch *chat) broken(err error) error {
+	fmt.Fprintf(ch.e.stderr, "%s: the turn broke off: %s\n%s\n", ch.cmd, printable(err.Error()), runbook.See("loop-unavailable"))
+	return exitCode(1)
+}
+
+// show prints one event, and answers an approval when asking.
+func (ch *chat) show(ev wire.TurnEvent) error {
+	if s, ok := ev.(wire.TurnSession); ok {
+		ch.session = &s.Session
+	}
+	if ch.json {
+		b, err := wire.Marshal(&ev)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(ch.e.stdout, "%s\n", b)
+		return err
+	}
+	out := ch.e.stdout
+	switch ev := ev.(type) {
+	case wire.TurnSession:
+		fmt.Fprintf(ch.e.stderr, "[session %s, epoch %d]\n", ev.Session, ev.Epoch)
+	case wire.TurnText:
+		fmt.Fprintf(out, "%s\n", printableLines(ev.Content))
+	case wire.TurnToolCall:
+		fmt.Fprintf(out, "tool call %d: %s %s\n", ev.Call, printable(ev.Tool), printable(ev.Arguments))
+	case wire.TurnToolOutcome:
+		fmt.Fprintf(out, "tool call %d: %s\n", ev.Call, outcomeText(ev))
+	case wire.TurnApprovalPending:
+		return ch.approval(ev)
+	case wire.TurnReply:
+		fmt.Fprintf(out, "%s\n", printableLines(ev.Content))
+	case wire.TurnFailed:
+		fmt.Fprintf(ch.e.stderr, "turn failed: %s\n", printable(ev.Message))
+	}
+	return nil
+}
+
+func outcomeText(ev wire.TurnToolOutcome) string {
+	switch ev.Status {
+	case wire.ToolDenied:
+		if ev.Reason != nil {
+			return "denied (" + ev.Reason.String() + ")"
+		}
+		return "denied"
+	case wire.ToolFailed:
+		return "failed"
+	}
+	s := "result, " + ev.Class.String()
+	if ev.Truncated {
+		s += ", truncated"
+	}
+	return s
+}
+
+// approval prints the same two-line block as approvals (fetched from
+// brokerd, which holds the details) and, when asking, asks on stderr and
+// reads one line: y approves, anything else refuses.
+func (ch *chat) approval(ev wire.TurnApprovalPending) error {
+	block := fmt.Sprintf("%d  pending  expires at %s  tool %s\n", ev.Approval, ev.Expires, printable(ev.Tool))
+	if msg, err := ask(ch.e, ch.cmd, ch.admin, wire.Approvals{}); err == nil {
+		if list, ok := msg.(wire.ApprovalList); ok {
+			for _, p := range list.Items {
+				if p.Approval == ev.Approval {
+					block = approvalBlock(p, ch.e.now())
+				}
+			}
+		}
+	}
+	fmt.Fprint(ch.e.stdout, block)
+	if !ch.ask {
+		return nil
+	}
+	fmt.Fprintf(ch.e.stderr, "approve %d? [y/N] ", ev.Approval)
+	answer, _ := ch.in.ReadString('\n')
+	if strings.TrimSpace(answer) == "y" {
+		return (&approveCmd{ID: ev.Approval, AdminSocket: ch.admin}).Run(ch.e)
+	}
+	return (&refuseCmd{ID: ev.Approval, AdminSocket: ch.admin}).Run(ch.e)
+}
+
+// printableLines is printable line by line: a newline stays a line break,
+// every other control character is shown as data.
+func printableLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = printable(l)
+	}
+	return strings.Join(lines, "\n")
 }
