@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -24,17 +25,9 @@ const brokerWait = 10 * time.Minute
 
 // Run reads the config, then serves until SIGINT or SIGTERM.
 func (c *serveCmd) Run(e *env) error {
-	cfg, err := config.Load(c.Config)
-	if err != nil {
-		return err
-	}
-	var port tools.ToolPort
-	if cfg.Broker.Socket != "" {
-		port = brokerport.New(cfg.Broker.Socket, brokerWait, e.stderr)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err = server.Run(ctx, server.Options{Config: cfg, Port: port, Stderr: e.stderr})
+	err := Serve(ctx, c.Config, e.stderr)
 	var st *server.SelftestError
 	if errors.As(err, &st) {
 		for _, p := range st.Problems {
@@ -44,4 +37,19 @@ func (c *serveCmd) Run(e *env) error {
 		return exitCode(1)
 	}
 	return err
+}
+
+// Serve is `loopd serve` without the signal handling: it reads the config
+// at path and serves until ctx ends. Main is the entry point; Serve lets a
+// test run loopd in the test's own process (M3a §12's end-to-end test).
+func Serve(ctx context.Context, path string, stderr io.Writer) error {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return err
+	}
+	var port tools.ToolPort
+	if cfg.Broker.Socket != "" {
+		port = brokerport.New(cfg.Broker.Socket, brokerWait, stderr)
+	}
+	return server.Run(ctx, server.Options{Config: cfg, Port: port, Stderr: stderr})
 }
