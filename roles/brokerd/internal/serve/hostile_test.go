@@ -35,9 +35,16 @@ type hostile struct {
 	gone      bool
 }
 
-func hostiles(kind, body string) []hostile {
+// hostiles are the misbehaving clients of a socket whose good request is
+// kind with body; bodyKind and bodies are a kind with an integer field
+// (call, approval) and its body with that field a float, a case variant and
+// a duplicate.
+func hostiles(kind, body, bodyKind string, bodies [3]string) []hostile {
 	good := envelope("1", "true", kind, body)
 	return []hostile{
+		{"float in body", frame(envelope("1", "true", bodyKind, bodies[0])), false, wire.BadMessage, false},
+		{"case variant body key", frame(envelope("1", "true", bodyKind, bodies[1])), false, wire.BadMessage, false},
+		{"duplicate body key", frame(envelope("1", "true", bodyKind, bodies[2])), false, wire.BadMessage, false},
 		{"zero length", []byte{0, 0, 0, 0}, false, wire.BadFrame, false},
 		{"oversized length", []byte{0x00, 0x10, 0x00, 0x01}, false, wire.BadFrame, false},
 		{"huge length", []byte{0xff, 0xff, 0xff, 0xff}, false, wire.BadFrame, false},
@@ -83,11 +90,17 @@ func TestHostileClients(t *testing.T) {
 	for _, sock := range []struct {
 		name, path, kind, body string
 		records                int // what one good request writes
+		bodyKind               string
+		bodies                 [3]string
 	}{
-		{"broker.sock", h.cfg.Sockets.Broker, "tool_request", toolBody, 1},
-		{"admin.sock", h.cfg.Sockets.Admin, "check_grants", "{}", 0},
+		{"broker.sock", h.cfg.Sockets.Broker, "tool_request", toolBody, 1, "tool_request", [3]string{
+			strings.Replace(toolBody, `"call":1`, `"call":1.0`, 1),
+			strings.Replace(toolBody, `"session"`, `"Session"`, 1),
+			strings.Replace(toolBody, `"session":"s-1"`, `"session":"s-1","session":"s-2"`, 1)}},
+		{"admin.sock", h.cfg.Sockets.Admin, "check_grants", "{}", 0, "approve", [3]string{
+			`{"approval":1.5}`, `{"Approval":1}`, `{"approval":1,"approval":2}`}},
 	} {
-		for _, tc := range hostiles(sock.kind, sock.body) {
+		for _, tc := range hostiles(sock.kind, sock.body, sock.bodyKind, sock.bodies) {
 			t.Run(sock.name+"/"+tc.name, func(t *testing.T) {
 				before := len(h.records())
 				got, answered := h.rawExchange(t, sock.path, tc)
