@@ -3,11 +3,15 @@ package bxctl
 import (
 	"bufio"
 	"fmt"
+	"io"
+	"os"
 
 	"net"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"boxmaker/runbook"
 	"boxmaker/wire"
@@ -71,6 +75,7 @@ func (ch *chat) lines(prompt bool) error {
 		}
 		line, err := ch.in.ReadString('\n')
 		text := strings.TrimRight(line, "\r\n")
+		ch.echo(text)
 		if strings.TrimSpace(text) != "" {
 			if terr := ch.turn(text); terr != nil {
 				if _, ok := terr.(exitCode); !ok {
@@ -204,10 +209,28 @@ func (ch *chat) approval(ev wire.TurnApprovalPending) error {
 	}
 	fmt.Fprintf(ch.e.stderr, "approve %d? [y/N] ", ev.Approval)
 	answer, _ := ch.in.ReadString('\n')
+	ch.echo(strings.TrimRight(answer, "\r\n"))
 	if strings.TrimSpace(answer) == "y" {
 		return (&approveCmd{ID: ev.Approval, AdminSocket: ch.admin}).Run(ch.e)
 	}
 	return (&refuseCmd{ID: ev.Approval, AdminSocket: ch.admin}).Run(ch.e)
+}
+
+// echo shows what was read from stdin when stdin is not a terminal (a
+// script, the demo), so the transcript reads as a person's session would.
+func (ch *chat) echo(line string) {
+	if ch.ask && !isTerminal(ch.e.stdin) {
+		fmt.Fprintln(ch.e.stderr, printable(line))
+	}
+}
+
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
 
 // printableLines is printable line by line: a newline stays a line break,
