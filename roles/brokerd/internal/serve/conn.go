@@ -120,7 +120,8 @@ func (c *loopdConn) Pending(p wire.PendingResponse) error {
 
 // watch reads until the connection fails: its close (EOF), brokerd
 // stopping, or stopWatching's deadline. A client sends nothing more after
-// its request, so anything it does send is discarded.
+// its request, so anything it does send is discarded; one that shuts down
+// its writing side while it waits is taken as gone (loopd never does).
 func (c *loopdConn) watch() {
 	defer close(c.watching)
 	buf := make([]byte, 512)
