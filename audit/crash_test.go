@@ -35,7 +35,7 @@ func TestCrash(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 9))
 	var dir string
 	var reported map[uint64]uint64 // seq -> call, as the children said
-	recoveries, records := 0, 0
+	recoveries, found := 0, 0
 	for round := range rounds {
 		// A fresh log now and then keeps each round's verification short.
 		if round%10 == 0 {
@@ -54,11 +54,11 @@ func TestCrash(t *testing.T) {
 		if rep.Recovered != nil {
 			recoveries++
 		}
-		vrep := verifyOK(t, dir)
-		records += int(vrep.Records)
+		verifyOK(t, dir)
 		checkReported(t, dir, reported)
+		found += len(reported)
 	}
-	t.Logf("%d kills, %d torn lines recovered, %d records verified in all", rounds, recoveries, records)
+	t.Logf("%d kills, %d torn lines recovered, %d checks that a reported record is there", rounds, recoveries, found)
 }
 
 // crashChild runs a writer in another process, kills it after it has
