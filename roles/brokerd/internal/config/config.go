@@ -17,8 +17,8 @@ import (
 
 // Config is brokerd's configuration after defaults and checks. A new
 // section is one more field with a toml tag: the keys it accepts are read
-// from its struct tags (keys.go), and if its type has a Check method, Parse
-// calls it.
+// from its struct tags (keys.go), and Parse calls its SetDefaults before
+// decoding and its Check after, where its type has them.
 type Config struct {
 	Paths     Paths     `toml:"paths"`
 	Sockets   Sockets   `toml:"sockets"`
@@ -51,6 +51,12 @@ type Approvals struct {
 // returns is reported against the config file.
 type Checker interface {
 	Check() error
+}
+
+// Defaulter is a section that fills in its defaults before decoding, so
+// that keys left out keep them.
+type Defaulter interface {
+	SetDefaults()
 }
 
 // Defaults for keys that may be left out.
@@ -111,6 +117,7 @@ func Parse(file string, data []byte, getenv func(string) string) (Config, error)
 		return Config{}, err
 	}
 	c := Config{Approvals: Approvals{TTLMs: DefaultTTLMs}}
+	setDefaults(&c)
 	dec := toml.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
@@ -167,6 +174,16 @@ func (c *Config) fill(file string, data []byte, getenv func(string) string) erro
 		return bad("approvals.ttl_ms", "approvals.ttl_ms must be at least 1")
 	}
 	return nil
+}
+
+// setDefaults calls SetDefaults on every section of *c that has one.
+func setDefaults(c any) {
+	v := reflect.ValueOf(c).Elem()
+	for i := range v.NumField() {
+		if d, ok := v.Field(i).Addr().Interface().(Defaulter); ok {
+			d.SetDefaults()
+		}
+	}
 }
 
 // checkSections calls Check on every section of *c that has one, so a

@@ -127,6 +127,8 @@ type extra struct {
 	Name  string `toml:"name"`
 }
 
+func (e *extra) SetDefaults() { e.Limit = 7 }
+
 func (e *extra) Check() error {
 	if e.Limit < 0 {
 		return errors.New("limit must not be negative")
@@ -141,6 +143,11 @@ func TestSectionsComeFromTags(t *testing.T) {
 	}
 	if err := checkKeys("f.toml", []byte("[extra]\nLimit = 3\n"), ty); err == nil || err.Error() != `f.toml:2: unknown key "extra.Limit"` {
 		t.Fatalf("got %v", err)
+	}
+	var d extended
+	setDefaults(&d)
+	if d.Extra.Limit != 7 {
+		t.Fatalf("defaults not set: %+v", d.Extra)
 	}
 	data := []byte("[extra]\nlimit = -1\n")
 	var c extended
