@@ -28,9 +28,10 @@ test:
 fuzz-short:
     go run ./internal/gate -fuzztime=4s fuzz
 
-# Every fuzz target, longer: just fuzz 5m
+# Every fuzz target, longer (just fuzz 5m), and the audit log's crash test with 2,000 kills.
 fuzz time="60s":
     go run ./internal/gate -fuzztime={{time}} fuzz
+    AUDIT_CRASH_ROUNDS=2000 go test -run 'TestCrash$' -count=1 ./audit
 
 # The benchmarks.
 bench:
