@@ -55,3 +55,29 @@ func BenchmarkFrame(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSmallFrame measures what brokerd pays per request: a tool
+// request decoded, a denial encoded.
+func BenchmarkSmallFrame(b *testing.B) {
+	sid, _ := wire.NewSessionID("chat-1758096300000")
+	req := wire.Request(7, wire.ToolRequest{Session: sid, Call: 3, Tool: "read_file", Arguments: `{"path":"/home/kyle/notes/a.md"}`})
+	body, err := wire.MarshalEnvelope(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	denied := wire.Reply(7, true, wire.DeniedResponse{Reason: wire.NoGrant})
+	b.Run("decode-request", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := wire.UnmarshalEnvelope(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encode-denied", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := wire.MarshalEnvelope(denied); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
