@@ -1,6 +1,9 @@
 package wire
 
-import "github.com/go-json-experiment/json/jsontext"
+import (
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
 
 // AuditRecord is one line of the audit log (M3a §5).
 type AuditRecord struct {
@@ -73,27 +76,42 @@ func (AcceptedBreakEvent) isAuditEvent() {}
 
 func (v DecisionEvent) MarshalJSONTo(e *jsontext.Encoder) error {
 	type plain DecisionEvent
-	return marshalTagged(e, "type", "decision", plain(v))
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"type"`
+		plain `json:",inline"`
+	}{"decision", plain(v)})
 }
 
 func (v ApprovalEvent) MarshalJSONTo(e *jsontext.Encoder) error {
 	type plain ApprovalEvent
-	return marshalTagged(e, "type", "approval", plain(v))
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"type"`
+		plain `json:",inline"`
+	}{"approval", plain(v)})
 }
 
 func (v ResultEvent) MarshalJSONTo(e *jsontext.Encoder) error {
 	type plain ResultEvent
-	return marshalTagged(e, "type", "result", plain(v))
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"type"`
+		plain `json:",inline"`
+	}{"result", plain(v)})
 }
 
 func (v RecoveryEvent) MarshalJSONTo(e *jsontext.Encoder) error {
 	type plain RecoveryEvent
-	return marshalTagged(e, "type", "recovery", plain(v))
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"type"`
+		plain `json:",inline"`
+	}{"recovery", plain(v)})
 }
 
 func (v AcceptedBreakEvent) MarshalJSONTo(e *jsontext.Encoder) error {
 	type plain AcceptedBreakEvent
-	return marshalTagged(e, "type", "accepted_break", plain(v))
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"type"`
+		plain `json:",inline"`
+	}{"accepted_break", plain(v)})
 }
 
 var auditEvents = union[AuditEvent]{"audit event", "type", map[string]func([]byte) (AuditEvent, error){
@@ -124,17 +142,26 @@ func (OutcomeDenied) isDecisionRecord()  {}
 
 func (v OutcomeAllowed) MarshalJSONTo(e *jsontext.Encoder) error {
 	type plain OutcomeAllowed
-	return marshalTagged(e, "outcome", "allowed", plain(v))
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"outcome"`
+		plain `json:",inline"`
+	}{"allowed", plain(v)})
 }
 
 func (v OutcomeAsk) MarshalJSONTo(e *jsontext.Encoder) error {
 	type plain OutcomeAsk
-	return marshalTagged(e, "outcome", "ask", plain(v))
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"outcome"`
+		plain `json:",inline"`
+	}{"ask", plain(v)})
 }
 
 func (v OutcomeDenied) MarshalJSONTo(e *jsontext.Encoder) error {
 	type plain OutcomeDenied
-	return marshalTagged(e, "outcome", "denied", plain(v))
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"outcome"`
+		plain `json:",inline"`
+	}{"denied", plain(v)})
 }
 
 var decisionRecords = union[DecisionRecord]{"decision outcome", "outcome", map[string]func([]byte) (DecisionRecord, error){

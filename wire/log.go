@@ -1,6 +1,9 @@
 package wire
 
-import "github.com/go-json-experiment/json/jsontext"
+import (
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
 
 // ToolCall is one tool call as the model server returned it.
 type ToolCall struct {
@@ -72,32 +75,50 @@ func (EpochEnd) isLogRecord()         {}
 
 func (v SessionStart) MarshalJSONTo(e *jsontext.Encoder) error {
 	type plain SessionStart
-	return marshalTagged(e, "type", "session_start", plain(v))
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"type"`
+		plain `json:",inline"`
+	}{"session_start", plain(v)})
 }
 
 func (v UserRecord) MarshalJSONTo(e *jsontext.Encoder) error {
 	type plain UserRecord
-	return marshalTagged(e, "type", "user", plain(v))
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"type"`
+		plain `json:",inline"`
+	}{"user", plain(v)})
 }
 
 func (v AssistantRecord) MarshalJSONTo(e *jsontext.Encoder) error {
 	type plain AssistantRecord
-	return marshalTagged(e, "type", "assistant", plain(v))
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"type"`
+		plain `json:",inline"`
+	}{"assistant", plain(v)})
 }
 
 func (v ToolResultRecord) MarshalJSONTo(e *jsontext.Encoder) error {
 	type plain ToolResultRecord
-	return marshalTagged(e, "type", "tool_result", plain(v))
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"type"`
+		plain `json:",inline"`
+	}{"tool_result", plain(v)})
 }
 
 func (v CacheLoss) MarshalJSONTo(e *jsontext.Encoder) error {
 	type plain CacheLoss
-	return marshalTagged(e, "type", "cache_loss", plain(v))
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"type"`
+		plain `json:",inline"`
+	}{"cache_loss", plain(v)})
 }
 
 func (v EpochEnd) MarshalJSONTo(e *jsontext.Encoder) error {
 	type plain EpochEnd
-	return marshalTagged(e, "type", "epoch_end", plain(v))
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"type"`
+		plain `json:",inline"`
+	}{"epoch_end", plain(v)})
 }
 
 var logRecords = union[LogRecord]{"log record", "type", map[string]func([]byte) (LogRecord, error){

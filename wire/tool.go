@@ -1,6 +1,9 @@
 package wire
 
-import "github.com/go-json-experiment/json/jsontext"
+import (
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
 
 // ToolRequest asks brokerd to run one tool call. Arguments is the model's
 // JSON object, carried unparsed: only brokerd's policy parses it.
@@ -56,22 +59,34 @@ func (DeniedResponse) Kind() string  { return KindToolResponse }
 
 func (v PendingResponse) MarshalJSONTo(e *jsontext.Encoder) error {
 	type plain PendingResponse
-	return marshalTagged(e, "status", "pending_approval", plain(v))
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"status"`
+		plain `json:",inline"`
+	}{"pending_approval", plain(v)})
 }
 
 func (v ResultResponse) MarshalJSONTo(e *jsontext.Encoder) error {
 	type plain ResultResponse
-	return marshalTagged(e, "status", "result", plain(v))
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"status"`
+		plain `json:",inline"`
+	}{"result", plain(v)})
 }
 
 func (v FailedResponse) MarshalJSONTo(e *jsontext.Encoder) error {
 	type plain FailedResponse
-	return marshalTagged(e, "status", "failed", plain(v))
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"status"`
+		plain `json:",inline"`
+	}{"failed", plain(v)})
 }
 
 func (v DeniedResponse) MarshalJSONTo(e *jsontext.Encoder) error {
 	type plain DeniedResponse
-	return marshalTagged(e, "status", "denied", plain(v))
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"status"`
+		plain `json:",inline"`
+	}{"denied", plain(v)})
 }
 
 var toolResponses = union[ToolResponse]{"tool response", "status", map[string]func([]byte) (ToolResponse, error){

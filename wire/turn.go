@@ -1,6 +1,9 @@
 package wire
 
-import "github.com/go-json-experiment/json/jsontext"
+import (
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
 
 // TurnEvent is something that happened during a turn, for the owner's client
 // (bxctl chat, gatewayd), tagged by "type". Tool outcomes carry class and
@@ -67,37 +70,58 @@ func (TurnFailed) isTurnEvent()          {}
 
 func (v TurnSession) MarshalJSONTo(e *jsontext.Encoder) error {
 	type plain TurnSession
-	return marshalTagged(e, "type", "session", plain(v))
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"type"`
+		plain `json:",inline"`
+	}{"session", plain(v)})
 }
 
 func (v TurnText) MarshalJSONTo(e *jsontext.Encoder) error {
 	type plain TurnText
-	return marshalTagged(e, "type", "text", plain(v))
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"type"`
+		plain `json:",inline"`
+	}{"text", plain(v)})
 }
 
 func (v TurnToolCall) MarshalJSONTo(e *jsontext.Encoder) error {
 	type plain TurnToolCall
-	return marshalTagged(e, "type", "tool_call", plain(v))
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"type"`
+		plain `json:",inline"`
+	}{"tool_call", plain(v)})
 }
 
 func (v TurnToolOutcome) MarshalJSONTo(e *jsontext.Encoder) error {
 	type plain TurnToolOutcome
-	return marshalTagged(e, "type", "tool_outcome", plain(v))
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"type"`
+		plain `json:",inline"`
+	}{"tool_outcome", plain(v)})
 }
 
 func (v TurnApprovalPending) MarshalJSONTo(e *jsontext.Encoder) error {
 	type plain TurnApprovalPending
-	return marshalTagged(e, "type", "approval_pending", plain(v))
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"type"`
+		plain `json:",inline"`
+	}{"approval_pending", plain(v)})
 }
 
 func (v TurnReply) MarshalJSONTo(e *jsontext.Encoder) error {
 	type plain TurnReply
-	return marshalTagged(e, "type", "reply", plain(v))
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"type"`
+		plain `json:",inline"`
+	}{"reply", plain(v)})
 }
 
 func (v TurnFailed) MarshalJSONTo(e *jsontext.Encoder) error {
 	type plain TurnFailed
-	return marshalTagged(e, "type", "failed", plain(v))
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"type"`
+		plain `json:",inline"`
+	}{"failed", plain(v)})
 }
 
 var turnEvents = union[TurnEvent]{"turn event", "type", map[string]func([]byte) (TurnEvent, error){

@@ -10,30 +10,9 @@ import (
 
 // Tagged enums. Internally tagged ones ({"status":"result",...}) are Go
 // interfaces whose variants are structs; each variant writes its own tag
-// first (marshalTagged), and decoding reads the tag, which must be the first
+// first (its MarshalJSONTo encodes the variant's fields inlined after a tag
+// field, in one pass), and decoding reads the tag, which must be the first
 // member, and decodes the rest into the variant it names (union.decode).
-
-// marshalTagged writes fields, a struct type without methods, as an object
-// whose first member is tag:name.
-func marshalTagged(enc *jsontext.Encoder, tag, name string, fields any) error {
-	b, err := json.Marshal(fields, options)
-	if err != nil {
-		return err
-	}
-	out := make([]byte, 0, len(b)+len(tag)+len(name)+8)
-	out = append(out, `{"`...)
-	out = append(out, tag...)
-	out = append(out, `":"`...)
-	out = append(out, name...)
-	out = append(out, '"')
-	if len(b) > 2 {
-		out = append(out, ',')
-		out = append(out, b[1:]...)
-	} else {
-		out = append(out, '}')
-	}
-	return enc.WriteValue(out)
-}
 
 // union is the decoding table of one internally tagged enum with interface T.
 type union[T any] struct {
