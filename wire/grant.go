@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"sort"
@@ -90,14 +89,58 @@ func DecodeGrant(data []byte) (Grant, error) {
 			return Grant{}, &GrantError{Field: k, Problem: "missing required field"}
 		}
 	}
-	// Pass 2: types and values.
-	g := Grant{ResultClass: Private, Untrusted: true}
-	dec := toml.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&g); err != nil {
-		return Grant{}, tomlError(err, "")
+	// The keys and their TOML types are checked above; what is left is
+	// turning the values into the struct, from the same parse.
+	return grantFrom(data, doc)
+}
+
+// grantFrom builds the Grant from a document whose keys and value types
+// checkKeys and checkTypes have passed. result_class defaults to private,
+// untrusted to true.
+func grantFrom(data []byte, doc map[string]any) (Grant, error) {
+	g := Grant{Tool: doc["tool"].(string), ResultClass: Private, Untrusted: true}
+	texts := []struct {
+		key string
+		dst interface{ UnmarshalText([]byte) error }
+	}{{"mode", &g.Mode}, {"max_taint", &g.MaxTaint}, {"result_class", &g.ResultClass}}
+	for _, t := range texts {
+		if v, ok := doc[t.key].(string); ok {
+			if err := t.dst.UnmarshalText([]byte(v)); err != nil {
+				return Grant{}, &GrantError{Line: findKey(data, t.key), Field: t.key, Problem: err.Error()}
+			}
+		}
 	}
+	if v, ok := doc["expires"].(string); ok {
+		ts, err := ParseTimestamp(v)
+		if err != nil {
+			return Grant{}, &GrantError{Line: findKey(data, "expires"), Field: "expires", Problem: err.Error()}
+		}
+		g.Expires = &ts
+	}
+	if v, ok := doc["secret"].(string); ok {
+		g.Secret = &v
+	}
+	if v, ok := doc["untrusted"].(bool); ok {
+		g.Untrusted = v
+	}
+	table, _ := doc["constraints"].(map[string]any)
+	g.Constraints.Paths = stringList(table["paths"])
+	g.Constraints.Hosts = stringList(table["hosts"])
+	g.Constraints.Patterns = stringList(table["patterns"])
 	return g, nil
+}
+
+// stringList converts a list checkTypes has found to hold only strings.
+func stringList(v any) []string {
+	list, ok := v.([]any)
+	if !ok {
+		return nil // absent
+	}
+	out := make([]string, len(list))
+	for i, item := range list {
+		out[i] = item.(string)
+	}
+	return out
 }
 
 func checkKeys(data []byte, table map[string]any, prefix string, allowed []string) error {
