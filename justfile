@@ -3,6 +3,10 @@
 
 set shell := ["bash", "-euo", "pipefail", "-c"]
 
+# The Podman bindings that brokerd links need these build tags
+# (docs/decisions.md, "Podman build tags"): every go command here gets them.
+export GOFLAGS := `go env GOFLAGS` + " -tags=remote,exclude_graphdriver_btrfs,btrfs_noversion,exclude_graphdriver_devicemapper,containers_image_openpgp"
+
 # List the recipes.
 default:
     @{{just_executable()}} --list
@@ -15,9 +19,10 @@ gate: && fuzz-short
     go run ./internal/gate imports filelen deps licences runbook
     go test -race ./...
 
-# Build bin/boxmaker and its role symlinks beside it.
+# Build bin/boxmaker and its role symlinks beside it. Static (no cgo), so
+# that brokerd image build can put it into the tool image as the toolkit.
 build:
-    go build -o bin/boxmaker .
+    CGO_ENABLED=0 go build -o bin/boxmaker .
     bin/boxmaker links bin
 
 # The tests, without the race detector.
@@ -32,6 +37,15 @@ fuzz-short:
 fuzz time="60s":
     go run ./internal/gate -fuzztime={{time}} fuzz
     AUDIT_CRASH_ROUNDS=2000 go test -run 'TestCrash$' -count=1 ./audit
+
+# Install and configure Podman for the tool runner on Debian 12 (as root).
+podman-setup:
+    .ci/podman-setup
+
+# Build the tool image from bin/boxmaker into the Podman service brokerd.toml
+# names, and print its id for brokerd.toml's [podman] image.
+image config: build
+    bin/brokerd image build --config {{config}}
 
 # The benchmarks.
 bench:

@@ -203,3 +203,30 @@ func TestTrimPartialRune(t *testing.T) {
 		}
 	}
 }
+
+// TestFixtureRequests decodes the requests brokerd's podman package writes
+// (its golden test keeps fixtures/toolkit current): the two copies of the
+// protocol must agree.
+func TestFixtureRequests(t *testing.T) {
+	files, err := filepath.Glob("../../fixtures/toolkit/request-*.json")
+	if err != nil || len(files) != 5 {
+		t.Fatalf("fixtures: %v %v", files, err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := readRequest(bytes.NewReader(b))
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if want := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "request-"), ".json"); req.Tool != want {
+			t.Errorf("%s: tool %q", f, req.Tool)
+		}
+		if res := run(Request{Tool: req.Tool}); strings.Contains(res.Text, "unknown tool") {
+			t.Errorf("%s: %s", f, res.Text)
+		}
+	}
+}

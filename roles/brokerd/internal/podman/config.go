@@ -1,0 +1,140 @@
+package podman
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Config is brokerd.toml's [podman] section. Zero values take the defaults
+// below (Check fills them in), so a brokerd.toml needs only the image:
+//
+//	[podman]
+//	socket = "unix:///run/podman/podman.sock"
+//	image = "sha256:…"              # printed by brokerd image build
+//	timeout_ms = 30000
+//	memory_bytes = 268435456
+//	pids = 64
+//	nofile = 256
+//	output_bytes = 65536
+//	user = "65534:65534"
+type Config struct {
+	// Socket is the Podman service's API socket, as a unix:// URL.
+	Socket string `toml:"socket"`
+	// Image is the tool image's full id, "sha256:" and 64 hex digits.
+	// brokerd runs no other image, and refuses to start if it is missing.
+	Image string `toml:"image"`
+	// TimeoutMS is each call's wall time, from creating its container to
+	// its answer. Past it the container is killed and the call fails.
+	TimeoutMS int64 `toml:"timeout_ms"`
+	// MemoryBytes limits the container's memory, swap included.
+	MemoryBytes int64 `toml:"memory_bytes"`
+	// Pids limits the tasks (processes and threads) in the container.
+	Pids int64 `toml:"pids"`
+	// NoFile is RLIMIT_NOFILE, soft and hard, for the container's
+	// processes. Podman on these hosts also needs it set explicitly.
+	NoFile int64 `toml:"nofile"`
+	// OutputBytes caps a result's content; a longer one is cut and marked
+	// truncated.
+	OutputBytes int64 `toml:"output_bytes"`
+	// User is the numeric "uid:gid" the tools run as inside the container;
+	// never 0. A writable mount must be writable by it: set it to the
+	// owner's uid:gid so that write_file and shell write as the owner
+	// (docs/decisions.md, "Who the tools run as").
+	User string `toml:"user"`
+	// UserNS is "" (the service's own user namespace) or "keep-id", for a
+	// rootless service: the owner's uid outside is the same uid inside.
+	UserNS string `toml:"userns"`
+}
+
+// Defaults.
+const (
+	DefaultSocket      = "unix:///run/podman/podman.sock"
+	DefaultTimeoutMS   = 30_000
+	DefaultMemoryBytes = 256 << 20
+	DefaultPids        = 64
+	DefaultNoFile      = 256
+	DefaultOutputBytes = 64 << 10
+	DefaultUser        = "65534:65534"
+)
+
+// Bounds that keep a mistyped value from meaning "no limit" in practice.
+const (
+	maxTimeoutMS   = 3_600_000
+	minMemoryBytes = 16 << 20 // the toolkit itself needs a few MiB
+	minPids        = 16       // the Go runtime in the toolkit needs a few threads
+	minNoFile      = 16
+	maxOutputBytes = 512 << 10 // the answer must fit a 1 MiB frame, escaped
+)
+
+var (
+	imageID = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	userID  = regexp.MustCompile(`^[0-9]+:[0-9]+$`)
+)
+
+// DefaultConfig is the [podman] section when brokerd.toml leaves every key
+// out, except the image, which has no default.
+func DefaultConfig() Config {
+	c := Config{}
+	c.fill()
+	return c
+}
+
+func (c *Config) fill() {
+	if c.Socket == "" {
+		c.Socket = DefaultSocket
+	}
+	for _, f := range []struct {
+		v   *int64
+		def int64
+	}{{&c.TimeoutMS, DefaultTimeoutMS}, {&c.MemoryBytes, DefaultMemoryBytes}, {&c.Pids, DefaultPids},
+		{&c.NoFile, DefaultNoFile}, {&c.OutputBytes, DefaultOutputBytes}} {
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+	}
+	if c.User == "" {
+		c.User = DefaultUser
+	}
+}
+
+// Check fills in the defaults and says what is wrong with the rest. The
+// image is not checked here: CheckImage does that against Podman, with the
+// runbook line. brokerd's config loader calls Check on every section.
+func (c *Config) Check() error {
+	c.fill()
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if path, ok := strings.CutPrefix(c.Socket, "unix://"); !ok || !strings.HasPrefix(path, "/") {
+		bad("socket must be a unix:// URL with an absolute path, like %q", DefaultSocket)
+	}
+	if c.Image != "" && !imageID.MatchString(c.Image) {
+		bad("image must be the tool image's full id, sha256: and 64 hex digits, as brokerd image build prints it")
+	}
+	if c.TimeoutMS < 1 || c.TimeoutMS > maxTimeoutMS {
+		bad("timeout_ms must be 1 to %d", maxTimeoutMS)
+	}
+	if c.MemoryBytes < minMemoryBytes {
+		bad("memory_bytes must be at least %d", minMemoryBytes)
+	}
+	if c.Pids < minPids {
+		bad("pids must be at least %d", minPids)
+	}
+	if c.NoFile < minNoFile {
+		bad("nofile must be at least %d", minNoFile)
+	}
+	if c.OutputBytes < 1 || c.OutputBytes > maxOutputBytes {
+		bad("output_bytes must be 1 to %d", maxOutputBytes)
+	}
+	if uid, _, ok := strings.Cut(c.User, ":"); !userID.MatchString(c.User) || !ok {
+		bad("user must be a numeric uid:gid, like %q", DefaultUser)
+	} else if n, err := strconv.ParseUint(uid, 10, 32); err != nil || n == 0 {
+		bad("user must not be root (uid 0): the tools run unprivileged")
+	}
+	if c.UserNS != "" && c.UserNS != "keep-id" {
+		bad(`userns must be "" or "keep-id"`)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,77 @@
+package podman
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"boxmaker/runbook"
+)
+
+// ErrLimits is what CheckLimits's errors wrap.
+var ErrLimits = errors.New("podman: a tool container does not hold the configured limits")
+
+// CheckLimits runs the toolkit's probe in a container made like every
+// tool's, and compares what it sees from inside with the configuration:
+// brokerd does not believe a limit it cannot see enforced (rootless Podman
+// on cgroup v1 ignores memory and process limits with only a warning).
+func (r *Runtime) CheckLimits(ctx context.Context) error {
+	ans, err := r.run(ctx, container{name: newName(), scope: r.scope, tool: "probe"}, probeRequest())
+	if err != nil {
+		return err
+	}
+	if ans.Status != "result" {
+		return fmt.Errorf("%w: the probe failed: %s; %s", ErrLimits, ans.Text, runbook.See("tool-limits-not-enforced"))
+	}
+	if problems := r.limitProblems(parseProbe(ans.Text)); len(problems) > 0 {
+		return fmt.Errorf("%w: %s; %s", ErrLimits, strings.Join(problems, "; "), runbook.See("tool-limits-not-enforced"))
+	}
+	return nil
+}
+
+func parseProbe(text string) map[string]string {
+	seen := map[string]string{}
+	for _, l := range strings.Split(text, "\n") {
+		if k, v, ok := strings.Cut(l, " "); ok {
+			seen[k] = v
+		}
+	}
+	return seen
+}
+
+// limitProblems compares the probe's lines with the configuration. The
+// kernel rounds a memory limit down to whole pages, so any limit at or
+// under the configured one holds.
+func (r *Runtime) limitProblems(seen map[string]string) []string {
+	var problems []string
+	bad := func(what, want string) {
+		problems = append(problems, fmt.Sprintf("%s is %q inside the container, want %s", what, seen[what], want))
+	}
+	if mem, err := strconv.ParseInt(seen["memory"], 10, 64); err != nil || mem <= 0 || mem > r.cfg.MemoryBytes {
+		bad("memory", fmt.Sprintf("at most %d", r.cfg.MemoryBytes))
+	}
+	if seen["pids"] != strconv.FormatInt(r.cfg.Pids, 10) {
+		bad("pids", strconv.FormatInt(r.cfg.Pids, 10))
+	}
+	if want := fmt.Sprintf("%d/%d", r.cfg.NoFile, r.cfg.NoFile); seen["nofile"] != want {
+		bad("nofile", want)
+	}
+	if seen["uid"] == "0" || seen["uid"] == "" {
+		bad("uid", "not 0")
+	}
+	if seen["capeff"] != "0000000000000000" {
+		bad("capeff", "no capabilities")
+	}
+	if seen["nonewprivs"] != "1" {
+		bad("nonewprivs", "1")
+	}
+	if seen["interfaces"] != "lo" {
+		bad("interfaces", "lo alone (no network)")
+	}
+	if seen["rootfs"] != "ro" {
+		bad("rootfs", "ro")
+	}
+	return problems
+}

@@ -1,0 +1,131 @@
+package podman
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"boxmaker/roles/brokerd/internal/runner/runnertest"
+)
+
+var update = flag.Bool("update", false, "rewrite fixtures/podman and fixtures/toolkit from the cases in spec_test.go")
+
+// goldenCases are one RunSpec per tool, as runner.Run builds them from a
+// decision, and the container the runtime makes of each.
+var goldenCases = []struct {
+	tool, grant, args string
+}{
+	{"read_file", `paths = ["/home/kyle/notes"]`, `{"path":"/home/kyle/notes/a.md"}`},
+	{"write_file", `paths = ["/home/kyle/out"]`, `{"path":"/home/kyle/out/a.md","content":"hello \"world\"\n"}`},
+	{"shell", `paths = ["/home/kyle/scratch", "/srv/data"]`, `{"command":"ls -la | wc -l","cwd":"/srv/data"}`},
+	{"http_fetch", `hosts = ["example.com", "*.example.org"]`, `{"url":"https://www.example.org/a?b=c"}`},
+}
+
+// randomParts are what differs between runs: the container's name and the
+// egress proxy's directory.
+var randomParts = regexp.MustCompile(`boxmaker-[0-9a-f]{16}|/[^"]*/boxmaker-egress-[0-9]+/`)
+
+// TestGoldenSpecs compares, byte for byte, the JSON the bindings send to
+// create each tool's container (a specgen.SpecGenerator, marshalled with
+// encoding/json's sorted keys; the bindings' jsoniter writes the same
+// members) and the toolkit request sent on its stdin.
+func TestGoldenSpecs(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Image = "sha256:" + strings.Repeat("0123456789abcdef", 4)
+	for _, tc := range goldenCases {
+		rec := &runnertest.Recording{}
+		grants := grantDir(t, map[string]string{"g.toml": grant(tc.tool, tc.grant)})
+		call(t, rec, grants, tc.tool, tc.args)
+		s := rec.Specs()[0]
+		c := container{name: newName(), scope: defaultScope, call: "s-1/1", tool: s.Tool().String(), mounts: s.Mounts()}
+		if _, ok := s.Egress(); ok {
+			c.egress = "/tmp/boxmaker-egress-1234/egress.sock" // as egress.Start names it
+		}
+		b, err := json.MarshalIndent(specFor(cfg, c), "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = randomParts.ReplaceAllFunc(b, func(m []byte) []byte {
+			if bytes.HasPrefix(m, []byte("boxmaker-")) {
+				return []byte("boxmaker-RANDOM")
+			}
+			return []byte("/TMP/boxmaker-egress-RANDOM/")
+		})
+		golden(t, filepath.Join("podman", tc.tool+".json"), append(b, '\n'))
+		req, err := requestFor(s.Args(), cfg.OutputBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		golden(t, filepath.Join("toolkit", "request-"+tc.tool+".json"), req)
+	}
+	golden(t, filepath.Join("toolkit", "request-probe.json"), probeRequest())
+}
+
+// golden compares got with fixtures/<name>, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("..", "..", "..", "..", "fixtures", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to write it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("fixtures/%s differs (run with -update to rewrite it, and review the diff):\n%s", name, got)
+	}
+}
+
+// TestSpecInvariants checks, for every golden case, the properties the
+// golden files show, so that a careless -update cannot lose one.
+func TestSpecInvariants(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Image = "sha256:" + strings.Repeat("ab", 32)
+	for _, tc := range goldenCases {
+		rec := &runnertest.Recording{}
+		call(t, rec, grantDir(t, map[string]string{"g.toml": grant(tc.tool, tc.grant)}), tc.tool, tc.args)
+		rs := rec.Specs()[0]
+		c := container{name: "n", scope: "x", tool: tc.tool, mounts: rs.Mounts()}
+		if _, ok := rs.Egress(); ok {
+			c.egress = "/tmp/e/egress.sock"
+		}
+		s := specFor(cfg, c)
+		if s.NetNS.NSMode != "none" || !*s.ReadOnlyFilesystem || !*s.NoNewPrivileges || len(s.CapDrop) != 1 || s.CapDrop[0] != "ALL" ||
+			s.User != DefaultUser || *s.Privileged || *s.EnvHost || *s.HTTPProxy || s.LogConfiguration.Driver != "none" {
+			t.Errorf("%s: isolation settings lost: %+v", tc.tool, s)
+		}
+		if *s.ResourceLimits.Memory.Limit != cfg.MemoryBytes || s.ResourceLimits.Pids.Limit != cfg.Pids || len(s.Rlimits) != 2 {
+			t.Errorf("%s: limits lost", tc.tool)
+		}
+		var want []string
+		for _, m := range rs.Mounts() {
+			mode := "ro"
+			if m.Writable {
+				mode = "rw"
+			}
+			want = append(want, m.Path+"="+m.Path+":"+mode)
+		}
+		if c.egress != "" {
+			want = append(want, c.egress+"="+egressPath+":rw")
+		}
+		var got []string
+		for _, m := range s.Mounts {
+			got = append(got, m.Source+"="+m.Destination+":"+m.Options[1])
+		}
+		if strings.Join(got, " ") != strings.Join(want, " ") || len(s.Volumes)+len(s.OverlayVolumes)+len(s.ImageVolumes) != 0 {
+			t.Errorf("%s: mounts %v, want %v", tc.tool, got, want)
+		}
+	}
+}
