@@ -9,6 +9,7 @@ import "io"
 
 type cli struct {
 	Serve serveCmd `cmd:"" help:"Decide, record and answer tool calls on broker.sock; take approvals on admin.sock."`
+	Image imageCmd `cmd:"" help:"Build the tool image (see image build --help)."`
 }
 
 // Main runs brokerd with args (without the program name). name is what the

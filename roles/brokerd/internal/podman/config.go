@@ -82,6 +82,10 @@ func DefaultConfig() Config {
 	return c
 }
 
+// SetDefaults fills in the defaults; brokerd's config loader calls it
+// before decoding, so keys left out keep them.
+func (c *Config) SetDefaults() { c.fill() }
+
 func (c *Config) fill() {
 	if c.Socket == "" {
 		c.Socket = DefaultSocket
