@@ -140,6 +140,12 @@ func (r *Runtime) run(ctx context.Context, c container, req []byte) (toolkitResp
 	}
 	created, err := containers.CreateWithSpec(conn, specFor(r.cfg, c), nil)
 	if err != nil {
+		// The service may have created it all the same (a timeout cut the
+		// answer short): remove it by name.
+		r.reap(conn, c.name, nil)
+		if runCtx.Err() != nil {
+			return toolkitResponse{}, r.stopped(ctx, timeout)
+		}
 		return toolkitResponse{}, unavailable("cannot create the tool container", err)
 	}
 	out := newAnswerBuffer(int(6*r.cfg.OutputBytes) + 64<<10) // JSON escaping at most sextuples text
@@ -192,8 +198,8 @@ func (r *Runtime) stopped(ctx context.Context, timeout time.Duration) error {
 	return runner.Failed(fmt.Sprintf("the tool did not finish within %s and was stopped", timeout))
 }
 
-// reap removes the container and waits for its attach stream to end, in a
-// goroutine of its own that Close waits for.
+// reap removes the container (by id or name) and waits for its attach
+// stream, if any, to end, in a goroutine of its own that Close waits for.
 func (r *Runtime) reap(conn context.Context, id string, attached <-chan error) {
 	r.reaping.Add(1)
 	go func() {
@@ -202,6 +208,9 @@ func (r *Runtime) reap(conn context.Context, id string, attached <-chan error) {
 		defer cancel()
 		if err := remove(ctx, id); err != nil {
 			fmt.Fprintf(r.log, "podman: removing tool container %s: %v (brokerd removes leftovers at its next start)\n", short(id), err)
+		}
+		if attached == nil {
+			return
 		}
 		select {
 		case <-attached:
