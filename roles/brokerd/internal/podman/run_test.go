@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -71,13 +72,17 @@ func TestNoNetwork(t *testing.T) {
 	r := testRuntime(t, nil)
 	var accepted atomic.Int32
 	var targets []string
+	var wg sync.WaitGroup
+	defer wg.Wait() // after the listeners close (deferred below, so run first)
 	for _, host := range []string{"127.0.0.1", hostAddress(t)} {
 		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer ln.Close()
+		wg.Add(1)
 		go func() {
+			defer wg.Done()
 			for {
 				c, err := ln.Accept()
 				if err != nil {
