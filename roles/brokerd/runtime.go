@@ -1,14 +1,35 @@
 package brokerd
 
 import (
+	"context"
+	"fmt"
+	"io"
+
 	"boxmaker/roles/brokerd/internal/config"
+	"boxmaker/roles/brokerd/internal/podman"
 	"boxmaker/roles/brokerd/internal/runner"
 )
 
 // newRuntime is the one place the runtime that runs allowed calls is
-// chosen. Until the Podman runner is configured it is runner.Refusing: every
-// allowed call fails with "the runner arrives in M3b". A runtime that holds
-// resources implements io.Closer, and serve closes it on the way out.
-func newRuntime(config.Config) (runner.Runtime, error) {
-	return runner.Refusing{}, nil
+// chosen. With a [podman] image in brokerd.toml it is the Podman runner,
+// which refuses to start unless the image is the one named and the limits
+// are seen enforced; the containers a crashed brokerd left are removed
+// first. Without an image nothing runs: every allowed call fails, and
+// brokerd says so at startup. serve closes a runtime that is an io.Closer.
+func newRuntime(ctx context.Context, cfg config.Config, stderr io.Writer) (runner.Runtime, error) {
+	if cfg.Podman.Image == "" {
+		fmt.Fprintln(stderr, "brokerd: no [podman] image in the config: no tool will run, every allowed call fails")
+		return runner.Refusing{}, nil
+	}
+	rt, err := podman.New(ctx, cfg.Podman, stderr)
+	if err != nil {
+		return nil, err
+	}
+	n, err := rt.CleanupLeftovers(ctx)
+	if err != nil {
+		rt.Close()
+		return nil, err
+	}
+	fmt.Fprintf(stderr, "brokerd: removed %d container(s) left by an earlier run\n", n)
+	return rt, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"boxmaker/audit"
 	"boxmaker/roles/brokerd/internal/config"
+	"boxmaker/roles/brokerd/internal/runner"
 	"boxmaker/roles/brokerd/internal/serve"
 )
 
@@ -29,17 +30,20 @@ func (c *serveCmd) Run(e *env) error {
 		fmt.Fprintf(e.stderr, "%s serve: %v\n", e.name, err)
 		return exitCode(1)
 	}
-	rt, err := newRuntime(cfg)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "%s serve: %v\n", e.name, err)
-		return exitCode(1)
-	}
-	if cl, ok := rt.(io.Closer); ok {
-		defer cl.Close()
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err = serve.Run(ctx, serve.Options{Config: cfg, AcceptBreak: c.AcceptBreak, Runtime: rt, Stderr: e.stderr})
+	var rt runner.Runtime
+	defer func() {
+		if cl, ok := rt.(io.Closer); ok {
+			cl.Close()
+		}
+	}()
+	open := func() (runner.Runtime, error) {
+		var err error
+		rt, err = newRuntime(ctx, cfg, e.stderr)
+		return rt, err
+	}
+	err = serve.Run(ctx, serve.Options{Config: cfg, AcceptBreak: c.AcceptBreak, OpenRuntime: open, Stderr: e.stderr})
 	switch {
 	case err == nil:
 		return nil

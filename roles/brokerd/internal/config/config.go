@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"boxmaker/roles/brokerd/internal/podman"
 )
 
 // Config is brokerd's configuration after defaults and checks. A new
@@ -23,6 +25,9 @@ type Config struct {
 	Paths     Paths     `toml:"paths"`
 	Sockets   Sockets   `toml:"sockets"`
 	Approvals Approvals `toml:"approvals"`
+	// Podman is the tool runner (M3b). Without an image, brokerd runs no
+	// tool: every allowed call fails (runner.Refusing).
+	Podman podman.Config `toml:"podman"`
 }
 
 // Paths are where brokerd keeps its state and reads grants.

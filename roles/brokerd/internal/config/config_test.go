@@ -1,6 +1,8 @@
 package config
 
 import (
+	"boxmaker/roles/brokerd/internal/podman"
+
 	"errors"
 	"os"
 	"path/filepath"
@@ -31,7 +33,7 @@ func TestParseFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Config{Paths{"/srv/bx", "/srv/grants"}, Sockets{"/srv/bx/b.sock", "/srv/bx/a.sock"}, Approvals{100}}
+	want := Config{Paths{"/srv/bx", "/srv/grants"}, Sockets{"/srv/bx/b.sock", "/srv/bx/a.sock"}, Approvals{100}, podman.DefaultConfig()}
 	if c != want {
 		t.Fatalf("got %+v, want %+v", c, want)
 	}
@@ -54,6 +56,7 @@ func TestDefaults(t *testing.T) {
 				Paths:     Paths{tc.home, "/etc/boxmaker/grants"},
 				Sockets:   Sockets{tc.home + "/run/loop-broker/broker.sock", tc.home + "/run/owner-broker/admin.sock"},
 				Approvals: Approvals{900000},
+				Podman:    podman.DefaultConfig(),
 			}
 			if c != want {
 				t.Fatalf("got %+v, want %+v", c, want)

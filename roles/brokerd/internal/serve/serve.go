@@ -28,8 +28,11 @@ import (
 type Options struct {
 	Config      config.Config
 	AcceptBreak bool
-	// Runtime runs allowed calls.
-	Runtime runner.Runtime
+	// Runtime runs allowed calls. When it is nil, OpenRuntime makes it once
+	// the audit log's lock is held, so a second brokerd never touches the
+	// first one's containers.
+	Runtime     runner.Runtime
+	OpenRuntime func() (runner.Runtime, error)
 	// Stderr gets startup lines and the owner's notices.
 	Stderr io.Writer
 	// Now is the clock (time.Now when nil).
@@ -80,6 +83,11 @@ func Start(o Options) (*Server, error) {
 	}
 	if lines := rep.Lines(); len(lines) > 0 {
 		s.log(lines...)
+	}
+	if o.Runtime == nil && o.OpenRuntime != nil {
+		if o.Runtime, err = o.OpenRuntime(); err != nil {
+			return nil, errors.Join(err, w.Close())
+		}
 	}
 	states := o.States
 	if states == nil {
