@@ -38,6 +38,14 @@ fuzz time="60s":
     go run ./internal/gate -fuzztime={{time}} fuzz
     AUDIT_CRASH_ROUNDS=2000 go test -run 'TestCrash$' -count=1 ./audit
 
+# The main job: the whole harness (Podman, brokerd with the tool image, the
+# in-repository stand-in model, inferproxy, loopd) in a throwaway home, a chat
+# with a tool call, an approval, a container run and a denial, then audit
+# verify; everything stopped after. --interactive to type yourself.
+demo *args: podman-setup build
+    CGO_ENABLED=0 go build -o bin/fakellama ./internal/fakellama/cmd/fakellama
+    go run ./internal/harness/cmd/demo {{args}}
+
 # Install and configure Podman for the tool runner on Debian 12 (as root).
 podman-setup:
     .ci/podman-setup

@@ -95,17 +95,34 @@ func (m *Manager) Say(ctx context.Context, id *wire.SessionID, text string, emit
 		emit(wire.TurnFailed{Message: fmt.Sprintf("session %s is busy with another turn; send this again when that turn has ended", s.id)})
 		return
 	}
-	defer func() { <-s.sem }()
-	if !s.ready {
-		if err := s.open(ctx); err != nil {
-			if errors.Is(err, ErrNoSession) {
-				m.forget(s)
+	// The turn's last event is sent only once the session is free again, so
+	// a client that says the next thing as soon as it reads the reply never
+	// finds the session busy.
+	var last wire.TurnEvent
+	func() {
+		defer func() { <-s.sem }()
+		hold := func(ev wire.TurnEvent) {
+			switch ev.(type) {
+			case wire.TurnReply, wire.TurnFailed:
+				last = ev
+			default:
+				emit(ev)
 			}
-			emit(wire.TurnFailed{Message: err.Error()})
-			return
 		}
+		if !s.ready {
+			if err := s.open(ctx); err != nil {
+				if errors.Is(err, ErrNoSession) {
+					m.forget(s)
+				}
+				hold(wire.TurnFailed{Message: err.Error()})
+				return
+			}
+		}
+		s.turn(ctx, text, hold)
+	}()
+	if last != nil {
+		emit(last)
 	}
-	s.turn(ctx, text, emit)
 }
 
 // forget drops a session that turned out not to exist, so names a client
