@@ -12,12 +12,19 @@ import (
 )
 
 // allowedLicences are the licences a module may come under (SPDX ids).
-var allowedLicences = []string{"MIT", "BSD-2-Clause", "BSD-3-Clause", "Apache-2.0", "ISC", "MPL-2.0"}
+// The Unlicense is a public-domain dedication with a permissive fallback
+// grant and MIT's disclaimer: no conditions at all (decisions.md,
+// "Licences of what is linked").
+var allowedLicences = []string{"MIT", "BSD-2-Clause", "BSD-3-Clause", "Apache-2.0", "ISC", "MPL-2.0", "Unlicense"}
 
 // The reference texts, one per allowed licence, named <SPDX id>.txt.
 // "<<...>>" marks where a text names its holder or author: up to maxHole
 // words of anything. Apache-2.0-appendix.txt is the "how to apply" appendix
-// that many copies of Apache-2.0 carry; it is known text but no licence.
+// that many copies of Apache-2.0 carry, and Apache-2.0-notice.txt the
+// boilerplate notice it tells projects to attach ("Licensed under the
+// Apache License, Version 2.0 ..."), which many put after the licence's
+// text without the appendix; they are known text but no licence: a file
+// that is only the notice is not the licence's text.
 //
 //go:embed licences/*.txt
 var referenceTexts embed.FS
@@ -170,7 +177,7 @@ func classify(text string) (ids []string, why string) {
 var titleWords = map[string]bool{"the": true, "mit": true, "isc": true, "bsd": true, "clause": true,
 	"new": true, "simplified": true, "revised": true, "modified": true, "license": true, "apache": true,
 	"version": true, "mozilla": true, "public": true, "mpl": true, "spdx": true, "identifier": true,
-	"or": true, "and": true, "expat": true}
+	"or": true, "and": true, "expat": true, "unlicense": true}
 
 // isNotice reports whether a line is a copyright line or a licence's title
 // ("The MIT License (MIT)", "BSD 3-Clause License").

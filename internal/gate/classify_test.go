@@ -66,9 +66,12 @@ func TestClassifyKnownVariants(t *testing.T) {
 		text string
 		want []string
 	}{
-		"Apache with its appendix filled in": {apache + "\n" + filled, []string{"Apache-2.0"}},
-		"MIT with a project name line":       {"The MIT License (MIT)\n\ngo-toml v2\n" + licenceText(t, "MIT"), []string{"MIT"}},
-		"two licences in one file":           {licenceText(t, "MIT") + "\n\n" + licenceText(t, "Apache-2.0"), []string{"Apache-2.0", "MIT"}},
+		"Apache with its appendix filled in":       {apache + "\n" + filled, []string{"Apache-2.0"}},
+		"MIT with a project name line":             {"The MIT License (MIT)\n\ngo-toml v2\n" + licenceText(t, "MIT"), []string{"MIT"}},
+		"Apache with the standard notice after it": {apache + "\n   Copyright The Example Authors\n\n" + notice(t), []string{"Apache-2.0"}},
+		"Apache with the notice before it":         {"Copyright 2020 Example Corp.\n\n" + notice(t) + "\n\n" + apache, []string{"Apache-2.0"}},
+		"the Unlicense":                            {unlicense(t), []string{"Unlicense"}},
+		"two licences in one file":                 {licenceText(t, "MIT") + "\n\n" + licenceText(t, "Apache-2.0"), []string{"Apache-2.0", "MIT"}},
 		"BSD-3 with numbered clauses": {strings.NewReplacer("   * Redistributions of source", "1. Redistributions of source",
 			"   * Redistributions in binary", "2. Redistributions in binary", "   * Neither", "3. Neither").Replace(licenceText(t, "BSD-3-Clause")), []string{"BSD-3-Clause"}},
 	} {
@@ -100,6 +103,12 @@ func TestClassifyRefusesOtherTexts(t *testing.T) {
 		"BSD-4 (the advertising clause)": {strings.Replace(bsd3, "   * Neither", advertising+"   * Neither", 1), "BSD-2-Clause"},
 		"BSD-3 without its disclaimer":   {bsd3[:strings.Index(bsd3, "THIS SOFTWARE")], "not the text of any allowed licence"},
 		"MIT cut short":                  {mit[:len(mit)/2], "not the text of any allowed licence"},
+		// The notice names Apache-2.0 but is not its text.
+		"Apache's notice alone": {"Copyright 2018 Example Corp.\n\n" + notice(t), "not the text of any allowed licence"},
+		"Apache with the notice and a restriction": {licenceText(t, "Apache-2.0") + "\n" + notice(t) + "\nThis software may not be used for military purposes.\n",
+			`Apache-2.0 text with 9 words of other text`},
+		"the Unlicense with a condition": {strings.Replace(unlicense(t), "by any\nmeans.", "by any\nmeans, except by the military.", 1), "not the text of any allowed licence"},
+		"the Unlicense cut short":        {unlicense(t)[:300], "not the text of any allowed licence"},
 	} {
 		ids, why := classify(tc.text)
 		if ids != nil || !strings.Contains(why, tc.why) {
@@ -120,4 +129,22 @@ func TestReferenceHolesAreBounded(t *testing.T) {
 	if ids, why := classify(fits); len(ids) != 1 {
 		t.Errorf("a %d-word hole did not match: %q", maxHole, why)
 	}
+}
+
+func notice(t *testing.T) string {
+	t.Helper()
+	b, err := referenceTexts.ReadFile("licences/Apache-2.0-notice.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func unlicense(t *testing.T) string {
+	t.Helper()
+	b, err := referenceTexts.ReadFile("licences/Unlicense.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -30,14 +30,56 @@ type module struct {
 	Error              *struct{ Err string }
 }
 
-// reviewedLicenceFiles are licence files a person has read and found to be
-// an allowed licence although classify cannot tell (an extra note, say),
-// keyed by the SHA-256 of the text, so that any change is read again. Each
-// entry needs the owner's agreement and a reason.
-var reviewedLicenceFiles = map[string]struct{ id, why string }{}
+// reviewedLicence is a licence file a person has read: the allowed
+// licences it grants (none for a file that covers nothing we ship, such as
+// a documentation licence) and why it is accepted.
+type reviewedLicence struct {
+	ids []string
+	why string
+}
 
-// checkLicences reads the licence of every module in the build list,
-// downloading any that are missing first; a module replaced by a directory
+// reviewedLicenceFiles are licence files a person has read and found to be
+// allowed licences although classify cannot tell (an extra note, say),
+// keyed by the SHA-256 of the text, so that any change is read again. Each
+// entry needs the owner's agreement and a reason. Nothing copyleft may be
+// accepted for code we ship.
+var reviewedLicenceFiles = map[string]reviewedLicence{
+	// github.com/cyberphone/json-canonicalization: only Apache-2.0's
+	// standard notice, no full text; the notice grants Apache-2.0.
+	"6821faaddedf2d78c95bb6d98b127e9e616097afd2f6bcc34389f000d13ab12d": {[]string{"Apache-2.0"}, "Apache-2.0's standard notice alone (\"Licensed under the Apache License, Version 2.0\"), without the licence's text"},
+	// github.com/cyphar/filepath-securejoin COPYING.md: the full texts of
+	// BSD-3-Clause and MPL-2.0 and a note saying which files are under which.
+	"83e36e42b3dacc3d447eca3049848b3e2ff66b6e1768a6a3cf3f27a57079bda4": {[]string{"BSD-3-Clause", "MPL-2.0"}, "BSD-3-Clause and MPL-2.0 in full, with a note listing which files each covers"},
+	// github.com/kevinburke/ssh_config: MIT, then go-toml's MIT licence
+	// for the lexer and parser borrowed from it.
+	"a15a6f732df3a033a71853ce1d255bd671f00fbc537fa629b78d71baecda0ace": {[]string{"MIT"}, "MIT twice: its own and go-toml's, whose lexer and parser it borrows"},
+	// github.com/klauspost/compress: BSD-3-Clause, Apache-2.0 and MIT in
+	// full, with the directories each covers.
+	"0d9e582ee4bff57bf1189c9e514e6da7ce277f9cd3bc2d488b22fbb39a6d87cf": {[]string{"Apache-2.0", "BSD-3-Clause", "MIT"}, "BSD-3-Clause, Apache-2.0 and MIT in full, with a list of the directories each covers"},
+	// github.com/opencontainers/go-digest LICENSE.docs: CC BY-SA 4.0 for
+	// the project's documentation (its Markdown files), which is neither
+	// compiled into nor shipped with anything of ours; the code is
+	// Apache-2.0 (LICENSE).
+	"a1d1adec3ba691ef6e377a78bbe9e9e2501f2f4a1723d08857da1ac6564e4fed": {nil, "CC-BY-SA-4.0 for the documentation only; no documentation of it is shipped, its code is Apache-2.0"},
+	// github.com/ulikunitz/xz: BSD-3-Clause whose third clause names the
+	// author ("My name, Ulrich Kunitz, may not be used to endorse...")
+	// instead of "Neither the name of the copyright holder nor...".
+	"701cbcc144a7c865b072f27547e66ddbf17ac44a3bd21f71149ace02518f107c": {[]string{"BSD-3-Clause"}, "BSD-3-Clause with the author's name in the non-endorsement clause"},
+	// gopkg.in/yaml.v3: MIT in full for the files ported from libyaml, and
+	// Apache-2.0's standard notice for the rest.
+	"d18f6323b71b0b768bb5e9616e36da390fbd39369a81807cca352de4e4e6aa0b": {[]string{"Apache-2.0", "MIT"}, "MIT in full for the libyaml ports, Apache-2.0's standard notice for the rest"},
+	// sigs.k8s.io/yaml: MIT, BSD-3-Clause and Apache-2.0 for its own code
+	// and its forks of go-yaml v2 and v3, with notes saying which is which.
+	"5dc79da695aea39a47245008a168e3f7d461b686da8bec299fd55fee0393cbcc": {[]string{"Apache-2.0", "BSD-3-Clause", "MIT"}, "Apache-2.0, MIT and BSD-3-Clause for its code and its go-yaml forks, with notes saying which covers what"},
+}
+
+// checkLicences reads the licence of every module whose packages are
+// linked into what we ship: the packages of ./... and of the module's tools,
+// and everything they import, without tests (go list -deps -test=false,
+// under the build tags in GOFLAGS). Modules that are only in the build list
+// (the test dependencies of dependencies, say) are not compiled into
+// anything we distribute; see decisions.md, "Licences of what is linked".
+// Missing modules are downloaded first; a module replaced by a directory
 // is read from that directory. Every licence file anywhere in a
 // module (outside testdata) must be an allowed licence, the module root must
 // have one, and where docs/dependencies.md names the module, the licence it
@@ -61,6 +103,10 @@ func checkLicences(dir string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading go list -m: %w", err)
 	}
+	linked, err := linkedModules(dir, modfile)
+	if err != nil {
+		return nil, err
+	}
 	documented := map[string]depRow{}
 	if doc, err := os.ReadFile(filepath.Join(dir, depsDoc)); err == nil {
 		rows, _ := parseDepsTable(string(doc)) // the deps check reports the table's problems
@@ -70,7 +116,7 @@ func checkLicences(dir string) ([]string, error) {
 	}
 	var problems []string
 	for _, m := range mods {
-		if m.Main {
+		if m.Main || !linked[m.Path] {
 			continue
 		}
 		name := m.Path + "@" + m.Version
@@ -102,6 +148,21 @@ func checkLicences(dir string) ([]string, error) {
 	return problems, nil
 }
 
+// linkedModules returns the paths of the modules that provide a package
+// that ./... or a tool of the module in dir imports, directly or not,
+// leaving out tests.
+func linkedModules(dir, modfile string) (map[string]bool, error) {
+	out, err := goCmd(dir, "list", "-modfile="+modfile, "-deps", "-test=false", "-f", "{{with .Module}}{{.Path}}{{end}}", "./...", "tool")
+	if err != nil {
+		return nil, err
+	}
+	linked := map[string]bool{}
+	for _, p := range strings.Fields(string(out)) {
+		linked[p] = true
+	}
+	return linked, nil
+}
+
 // moduleLicences classifies the licence files of the module in dir and
 // returns the licences of those at its root.
 func moduleLicences(dir, name string) ([]string, []string, error) {
@@ -128,9 +189,12 @@ func moduleLicences(dir, name string) ([]string, []string, error) {
 		if err != nil {
 			return err
 		}
+		if strings.TrimSpace(string(text)) == "" {
+			return nil // an empty file grants nothing and adds no terms (a test fixture, say)
+		}
 		ids, why := classify(string(text))
 		if r, ok := reviewedLicenceFiles[fmt.Sprintf("%x", sha256.Sum256(text))]; ok {
-			ids, why = []string{r.id}, ""
+			ids, why = r.ids, ""
 		}
 		if why != "" {
 			problems = append(problems, fmt.Sprintf("%s: %s: %s", name, filepath.ToSlash(rel), why))
