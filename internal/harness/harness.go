@@ -212,7 +212,7 @@ func (h *Harness) leftovers(remove bool) (int, error) {
 // podmanCLI runs podman against this harness's service, for checks the
 // tests make from outside (brokerd itself only uses the REST bindings).
 func (h *Harness) podmanCLI(args ...string) *exec.Cmd {
-	cmd := exec.Command("podman", append([]string{"--url", "unix://" + h.podmanSocket()}, args...)...)
+	cmd := exec.Command("podman", append([]string{"--remote", "--url", "unix://" + h.podmanSocket()}, args...)...)
 	cmd.Env = append(os.Environ(), "CONTAINERS_CONF="+filepath.Join(h.Home, "podman", "containers.conf"))
 	return cmd
 }
