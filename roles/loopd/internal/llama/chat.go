@@ -136,6 +136,13 @@ func (c *Client) Chat(ctx context.Context, body ...[]byte) (*Reply, error) {
 				// way to know when the context fills.
 				return nil, &Error{What: "the model's stream ended ([DONE]) without timings; is this llama-server?"}
 			}
+			// Read the response to its end before returning: the deferred
+			// cancel would otherwise cut the connection while inferproxy
+			// still copies the stream's last bytes, cancelling its request
+			// to the model server as if loopd had gone away (seen as an
+			// occasional cut-off answer on the next request). A well-formed
+			// stream has nothing after [DONE] but the chunked terminator.
+			_, _ = io.Copy(io.Discard, io.LimitReader(r, 64<<10))
 			return asm.reply(), nil
 		}
 	}

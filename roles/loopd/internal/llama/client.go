@@ -43,10 +43,12 @@ func New(socket string, reply, idle time.Duration) *Client {
 		},
 		// No proxy from the environment and no gzip: the bytes are what
 		// the server wrote, and the only way out is the socket.
-		Proxy:               nil,
-		DisableCompression:  true,
-		MaxIdleConnsPerHost: 4,
-		IdleConnTimeout:     90 * time.Second,
+		Proxy:              nil,
+		DisableCompression: true,
+		// One connection per request: a Unix socket connection costs a few
+		// microseconds against seconds of model time, and no request can
+		// meet a kept-alive connection that inferproxy is tearing down.
+		DisableKeepAlives: true,
 	}
 	return &Client{tr: tr, hc: &http.Client{Transport: tr}, ReplyTimeout: reply, IdleTimeout: idle}
 }
