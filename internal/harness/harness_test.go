@@ -32,7 +32,7 @@ var (
 )
 
 // build builds boxmaker, its links and fakellama once for the package.
-func build(t *testing.T) string {
+func build(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		binDir, buildErr = os.MkdirTemp("", "bxbin-")
@@ -71,7 +71,7 @@ func (e *buildError) Error() string {
 	return strings.Join(e.args, " ") + ": " + e.err.Error() + "\n" + string(e.out)
 }
 
-func start(t *testing.T, ttlMs int) (*harness.Harness, *syncBuf) {
+func start(t testing.TB, ttlMs int) (*harness.Harness, *syncBuf) {
 	t.Helper()
 	bin := build(t)
 	home, err := os.MkdirTemp("", "bxe2e-")

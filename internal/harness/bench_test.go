@@ -1,0 +1,60 @@
+package harness_test
+
+import (
+	"net"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"boxmaker/wire"
+)
+
+// BenchmarkTurn times whole turns through every process but the client: one whose tool
+// runs in a container (shell in the scratch folder, an auto grant) and one
+// whose tool is denied (http_fetch, no grant), against the stand-in model,
+// which answers at once. The denied turn is everything the harness does
+// outside the model and the container, bar the Result and state writes, so
+// denied/allowed estimates the share of a turn spent outside them.
+func BenchmarkTurn(b *testing.B) {
+	h, _ := start(b, 120000)
+	// The turn is timed from the say to the final event on loop.sock, as
+	// a client in this process sees it: no client process start-up.
+	turn := func(text string) time.Duration {
+		start := time.Now()
+		conn, err := net.Dial("unix", h.LoopSocket())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer conn.Close()
+		if err := wire.WriteEnvelope(conn, wire.Request(1, wire.Say{Text: text})); err != nil {
+			b.Fatal(err)
+		}
+		for {
+			env, err := wire.ReadEnvelope(conn)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if env.Final {
+				if r, ok := env.Msg.(wire.TurnReply); !ok || !strings.Contains(r.Content, "The tool answered") {
+					b.Fatalf("the turn ended with %#v", env.Msg)
+				}
+				return time.Since(start)
+			}
+		}
+	}
+	var allowed, denied []time.Duration
+	for b.Loop() {
+		allowed = append(allowed, turn("List the scratch folder."))
+		denied = append(denied, turn("Fetch a web page for me."))
+	}
+	a, d := median(allowed), median(denied)
+	b.ReportMetric(float64(a.Microseconds())/1000, "allowed-ms/p50")
+	b.ReportMetric(float64(d.Microseconds())/1000, "denied-ms/p50")
+	b.ReportMetric(float64(d)/float64(a), "outside-share")
+}
+
+func median(ds []time.Duration) time.Duration {
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[len(ds)/2]
+}
