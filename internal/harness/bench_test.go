@@ -1,7 +1,9 @@
 package harness_test
 
 import (
+	"io"
 	"net"
+	"net/http"
 	"sort"
 	"strings"
 	"testing"
@@ -48,10 +50,40 @@ func BenchmarkTurn(b *testing.B) {
 		allowed = append(allowed, turn("List the scratch folder."))
 		denied = append(denied, turn("Fetch a web page for me."))
 	}
-	a, d := median(allowed), median(denied)
+	// The model's part of a denied turn: its two requests, sent straight
+	// to the stand-in model with a body of the same shape.
+	var model []time.Duration
+	for range len(denied) {
+		start := time.Now()
+		for range 2 {
+			modelRequest(b, h.ModelAddr())
+		}
+		model = append(model, time.Since(start))
+	}
+	a, d, m := median(allowed), median(denied), median(model)
 	b.ReportMetric(float64(a.Microseconds())/1000, "allowed-ms/p50")
 	b.ReportMetric(float64(d.Microseconds())/1000, "denied-ms/p50")
-	b.ReportMetric(float64(d)/float64(a), "outside-share")
+	b.ReportMetric(float64(m.Microseconds())/1000, "model-ms/p50")
+	b.ReportMetric(float64(d)/float64(a), "denied/allowed")
+	b.ReportMetric(float64(d-m)/float64(a), "outside-share")
+}
+
+// modelRequest sends one streamed chat request like loopd's (three tools,
+// a system prompt, a user message) and reads the stream to its end.
+func modelRequest(b *testing.B, addr string) {
+	tool := `{"type":"function","function":{"name":"call_tool","description":"` + strings.Repeat("Call a tool. ", 20) +
+		`","parameters":{"type":"object","properties":{"tool":{"type":"string"},"arguments":{"type":"object"}},"required":["tool","arguments"]}}}`
+	body := `{"id_slot":0,"cache_prompt":true,"stream":true,"tools":[` + tool + "," + tool + "," + tool +
+		`],"messages":[{"role":"system","content":"` + strings.Repeat("You are the owner's assistant. ", 20) +
+		`"},{"role":"user","content":"Fetch a web page for me."}]}`
+	resp, err := http.Post("http://"+addr+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil || resp.StatusCode != 200 {
+		b.Fatalf("model: %d %v", resp.StatusCode, err)
+	}
 }
 
 func median(ds []time.Duration) time.Duration {

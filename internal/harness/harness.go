@@ -52,6 +52,9 @@ type proc struct {
 	done chan struct{}
 }
 
+// ModelAddr is the stand-in model's host:port.
+func (h *Harness) ModelAddr() string { return h.modelAt }
+
 // Paths of the running harness.
 func (h *Harness) Notes() string      { return filepath.Join(h.Home, "notes") }
 func (h *Harness) Scratch() string    { return filepath.Join(h.Home, "scratch") }
