@@ -27,30 +27,12 @@ import (
 	"boxmaker/wire"
 )
 
-// Request is what brokerd asks. Members a tool does not take are null. The
-// same shape is written by brokerd's podman package; the fixtures in
-// fixtures/toolkit keep the two in step.
-type Request struct {
-	Tool    string  `json:"tool"`
-	Path    *string `json:"path"`
-	Content *string `json:"content"`
-	Command *string `json:"command"`
-	Cwd     *string `json:"cwd"`
-	URL     *string `json:"url"`
-	// Proxy is the egress proxy's Unix socket inside the container
-	// (http_fetch only).
-	Proxy *string `json:"proxy"`
-	// OutputBytes caps the content of the answer, in bytes.
-	OutputBytes int64 `json:"output_bytes"`
-}
-
-// Response is the answer. Status is "result" or "failed"; Text is the
-// content of a result or the message of a failure.
-type Response struct {
-	Status    string `json:"status"`
-	Text      string `json:"text"`
-	Truncated bool   `json:"truncated"`
-}
+// Request and Response are the protocol brokerd speaks to this program
+// (wire/toolkit.go).
+type (
+	Request  = wire.ToolkitRequest
+	Response = wire.ToolkitResponse
+)
 
 // Exit statuses.
 const (

@@ -103,7 +103,7 @@ func TestReadFile(t *testing.T) {
 		{filepath.Join(dir, "link"), "failed", "cannot read " + filepath.Join(dir, "link") + ": no such file or directory", 100, false},
 	} {
 		res, _ := call(t, Request{Tool: "read_file", Path: str(tc.path), OutputBytes: tc.max})
-		if res != (Response{tc.status, tc.text, tc.truncated}) {
+		if res != (Response{Status: tc.status, Text: tc.text, Truncated: tc.truncated}) {
 			t.Errorf("%s (max %d): %+v", tc.path, tc.max, res)
 		}
 	}
@@ -162,7 +162,7 @@ func TestShell(t *testing.T) {
 		{"echo $PATH $HOME", nil, 100, "/bin /tmp\n", false},
 	} {
 		res, code := call(t, Request{Tool: "shell", Command: str(tc.command), Cwd: tc.cwd, OutputBytes: tc.max})
-		if code != 0 || res != (Response{"result", tc.text, tc.truncated}) {
+		if code != 0 || res != (Response{Status: "result", Text: tc.text, Truncated: tc.truncated}) {
 			t.Errorf("%q: %d %+v", tc.command, code, res)
 		}
 	}

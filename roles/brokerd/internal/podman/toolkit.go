@@ -10,28 +10,12 @@ import (
 	"boxmaker/wire"
 )
 
-// The toolkit's protocol (roles/toolkit): one compact JSON request and
-// "\n" on stdin, one compact JSON answer and "\n" on stdout. brokerd may
-// not import another role, so the two shapes are written out again here;
-// the fixtures in fixtures/toolkit are decoded by the toolkit's tests and
-// encoded by this package's, which keeps them the same.
-
-type toolkitRequest struct {
-	Tool        string  `json:"tool"`
-	Path        *string `json:"path"`
-	Content     *string `json:"content"`
-	Command     *string `json:"command"`
-	Cwd         *string `json:"cwd"`
-	URL         *string `json:"url"`
-	Proxy       *string `json:"proxy"`
-	OutputBytes int64   `json:"output_bytes"`
-}
-
-type toolkitResponse struct {
-	Status    string `json:"status"`
-	Text      string `json:"text"`
-	Truncated bool   `json:"truncated"`
-}
+// The toolkit's protocol is wire.ToolkitRequest and wire.ToolkitResponse:
+// one compact JSON request and "\n" on stdin, one answer and "\n" on stdout.
+type (
+	toolkitRequest  = wire.ToolkitRequest
+	toolkitResponse = wire.ToolkitResponse
+)
 
 // requestFor is the request line for args, ending in "\n".
 func requestFor(args policy.Args, outputBytes int64) ([]byte, error) {

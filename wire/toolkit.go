@@ -1,0 +1,30 @@
+package wire
+
+// The toolkit's protocol: brokerd's Podman runtime writes one compact
+// ToolkitRequest and "\n" to the tool program's stdin inside the container
+// (roles/toolkit), which answers with one ToolkitResponse and "\n" on
+// stdout. Both sides use these types; fixtures/toolkit holds examples that
+// each side's tests read.
+
+// ToolkitRequest is one tool run. Members a tool does not take are null.
+type ToolkitRequest struct {
+	Tool    string  `json:"tool"`
+	Path    *string `json:"path"`
+	Content *string `json:"content"`
+	Command *string `json:"command"`
+	Cwd     *string `json:"cwd"`
+	URL     *string `json:"url"`
+	// Proxy is the egress proxy's Unix socket inside the container
+	// (http_fetch only).
+	Proxy *string `json:"proxy"`
+	// OutputBytes caps the content of the answer, in bytes.
+	OutputBytes int64 `json:"output_bytes"`
+}
+
+// ToolkitResponse is the answer. Status is "result" or "failed"; Text is
+// the content of a result or the message of a failure.
+type ToolkitResponse struct {
+	Status    string `json:"status"`
+	Text      string `json:"text"`
+	Truncated bool   `json:"truncated"`
+}
