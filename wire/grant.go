@@ -75,7 +75,7 @@ func DecodeGrant(data []byte) (Grant, error) {
 	if c, ok := doc["constraints"]; ok {
 		table, ok := c.(map[string]any)
 		if !ok {
-			return Grant{}, &GrantError{Line: findKey(data, "constraints"), Field: "constraints", Problem: "must be a table"}
+			return Grant{}, &GrantError{Line: GrantKeyLine(data, "constraints"), Field: "constraints", Problem: "must be a table"}
 		}
 		if err := checkKeys(data, table, "constraints.", constraintsKeys); err != nil {
 			return Grant{}, err
@@ -106,14 +106,14 @@ func grantFrom(data []byte, doc map[string]any) (Grant, error) {
 	for _, t := range texts {
 		if v, ok := doc[t.key].(string); ok {
 			if err := t.dst.UnmarshalText([]byte(v)); err != nil {
-				return Grant{}, &GrantError{Line: findKey(data, t.key), Field: t.key, Problem: err.Error()}
+				return Grant{}, &GrantError{Line: GrantKeyLine(data, t.key), Field: t.key, Problem: err.Error()}
 			}
 		}
 	}
 	if v, ok := doc["expires"].(string); ok {
 		ts, err := ParseTimestamp(v)
 		if err != nil {
-			return Grant{}, &GrantError{Line: findKey(data, "expires"), Field: "expires", Problem: err.Error()}
+			return Grant{}, &GrantError{Line: GrantKeyLine(data, "expires"), Field: "expires", Problem: err.Error()}
 		}
 		g.Expires = &ts
 	}
@@ -151,7 +151,7 @@ func checkKeys(data []byte, table map[string]any, prefix string, allowed []strin
 	sort.Strings(keys)
 	for _, k := range keys {
 		if !contains(allowed, k) {
-			return &GrantError{Line: findKey(data, k), Field: prefix + k, Problem: "unknown field"}
+			return &GrantError{Line: GrantKeyLine(data, k), Field: prefix + k, Problem: "unknown field"}
 		}
 	}
 	return nil
@@ -163,13 +163,13 @@ func checkTypes(data []byte, doc map[string]any) error {
 	for _, k := range []string{"tool", "mode", "max_taint", "result_class", "expires", "secret"} {
 		if v, ok := doc[k]; ok {
 			if _, ok := v.(string); !ok {
-				return &GrantError{Line: findKey(data, k), Field: k, Problem: "must be a string"}
+				return &GrantError{Line: GrantKeyLine(data, k), Field: k, Problem: "must be a string"}
 			}
 		}
 	}
 	if v, ok := doc["untrusted"]; ok {
 		if _, ok := v.(bool); !ok {
-			return &GrantError{Line: findKey(data, "untrusted"), Field: "untrusted", Problem: "must be true or false"}
+			return &GrantError{Line: GrantKeyLine(data, "untrusted"), Field: "untrusted", Problem: "must be true or false"}
 		}
 	}
 	table, _ := doc["constraints"].(map[string]any)
@@ -187,7 +187,7 @@ func checkTypes(data []byte, doc map[string]any) error {
 			}
 		}
 		if !ok {
-			return &GrantError{Line: findKey(data, k), Field: "constraints." + k, Problem: "must be a list of strings"}
+			return &GrantError{Line: GrantKeyLine(data, k), Field: "constraints." + k, Problem: "must be a list of strings"}
 		}
 	}
 	return nil
@@ -202,14 +202,16 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// findKey gives the 1-based line of the first line that assigns key or opens
-// a table named key, or 0. The parser's map carries no positions, and this is
-// only to point the owner at the right line.
-func findKey(data []byte, key string) uint64 {
+// GrantKeyLine gives the 1-based line of the first line of a grant file
+// that assigns key (bare, quoted, or dotted under constraints) or opens a
+// table named key, or 0. The parser's map carries no positions, and this is
+// only to point the owner at the right line: a miss gives no line, never a
+// different decision.
+func GrantKeyLine(data []byte, key string) uint64 {
+	forms := []string{key, `"` + key + `"`, "'" + key + "'", "constraints." + key}
 	for i, line := range strings.Split(string(data), "\n") {
-		t := strings.TrimSpace(line)
-		t = strings.TrimPrefix(t, "[")
-		for _, form := range []string{key, `"` + key + `"`, "'" + key + "'"} {
+		t := strings.TrimPrefix(strings.TrimSpace(line), "[")
+		for _, form := range forms {
 			if rest, ok := strings.CutPrefix(t, form); ok {
 				rest = strings.TrimSpace(rest)
 				if strings.HasPrefix(rest, "=") || strings.HasPrefix(rest, ".") || strings.HasPrefix(rest, "]") {
