@@ -14,12 +14,7 @@ const RunbookGrantsInvalid = "see docs/runbook.md#grants-invalid"
 // tool), the arguments parse and pass the form checks (invalid_arguments),
 // then matching.
 func Decide(grantsDir string, req wire.ToolRequest, st State, now wire.Timestamp) Decision {
-	set, problems, err := LoadGrants(grantsDir)
-	if err != nil {
-		// The directory itself is the problem; "." names it relative to itself.
-		problems = []wire.GrantProblem{{File: ".", Problem: err.Error()}}
-	}
-	return decideSet(set, problems, req, st, now)
+	return NewGrantsDir(grantsDir).Decide(req, st, now)
 }
 
 // decideSet decides against a set already loaded; set is nil when invalid.
@@ -70,6 +65,11 @@ func decideSet(set *GrantSet, problems []wire.GrantProblem, req wire.ToolRequest
 // decision from Decide, and each can be re-decided once: a second Redecide,
 // or one of anything else, returns an error and the zero Decision.
 func Redecide(grantsDir string, prev Decision, st State, now wire.Timestamp) (Decision, error) {
+	return NewGrantsDir(grantsDir).Redecide(prev, st, now)
+}
+
+// Redecide is the package's Redecide, reading the grants from g.
+func (g *GrantsDir) Redecide(prev Decision, st State, now wire.Timestamp) (Decision, error) {
 	p := prev.d
 	if p == nil {
 		return Decision{}, ErrZeroDecision
@@ -80,7 +80,7 @@ func Redecide(grantsDir string, prev Decision, st State, now wire.Timestamp) (De
 	if !p.claimed.CompareAndSwap(false, true) {
 		return Decision{}, ErrAlreadyClaimed
 	}
-	d := Decide(grantsDir, p.req, st, now)
+	d := g.Decide(p.req, st, now)
 	switch d.d.outcome.(type) {
 	case wire.OutcomeAsk, wire.OutcomeAllowed:
 		d.d.approved = true

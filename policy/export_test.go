@@ -23,3 +23,10 @@ func DecideGrants(grants map[string]wire.Grant, req wire.ToolRequest, st State, 
 	})
 	return decideSet(set, problems, req, st, now)
 }
+
+// HoldReads makes every GrantsDir read call hold once it has its result,
+// until the test's cleanup.
+func HoldReads(t interface{ Cleanup(func()) }, hold func()) {
+	readDone = hold
+	t.Cleanup(func() { readDone = func() {} })
+}

@@ -1,16 +1,10 @@
 package policy
 
 import (
-	"errors"
-	"fmt"
-	"io"
-	"os"
-	"path/filepath"
+	"bytes"
 	"runtime"
 	"sort"
-	"strings"
 	"sync"
-	"syscall"
 
 	"boxmaker/wire"
 )
@@ -54,21 +48,7 @@ type grantFile struct {
 //
 // Nothing is cached: each call reads the directory and every file again.
 func LoadGrants(dir string) (*GrantSet, []wire.GrantProblem, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, nil, fmt.Errorf("policy: cannot read the grants directory: %w", err)
-	}
-	var names []string
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), grantExt) {
-			names = append(names, e.Name())
-		}
-	}
-	results := checkAll(dir, names)
-	set, problems := collect(len(results), func(i int) (string, grant, []problem) {
-		return names[i], results[i].g, results[i].ps
-	})
-	return set, problems, nil
+	return NewGrantsDir(dir).Load()
 }
 
 // checked is one file's grant, or its problems.
@@ -77,62 +57,54 @@ type checked struct {
 	ps []problem
 }
 
+// parsed is a file's bytes as last read and what checking them gave.
+type parsed struct {
+	data []byte
+	c    checked
+}
+
 // filesPerWorker is the least work worth a goroutine: below it, starting
 // one costs more than it saves.
 const filesPerWorker = 8
 
-// checkAll reads and checks each named file. Decoding is most of what a
-// decision costs and the files are independent, so large sets are spread
-// over the available cores; every worker is joined before checkAll returns.
-func checkAll(dir string, names []string) []checked {
-	out := make([]checked, len(names))
-	one := func(i int) {
-		data, err := readGrantFile(filepath.Join(dir, names[i]))
-		g, ps := checkFile(grantFile{name: names[i], data: data, readErr: err})
-		out[i] = checked{g, ps}
+// checkAll reads and checks each named file of the open directory dirfd.
+// A file whose bytes equal those in last (the previous read's results, by
+// name) is not decoded again; it returns each file's result and the bytes
+// behind it. Decoding is most of what a decision costs and the files are
+// independent, so large sets are spread over the available cores; every
+// worker is joined before checkAll returns.
+func checkAll(dirfd int, dir string, names []string, last map[string]parsed) []parsed {
+	out := make([]parsed, len(names))
+	each := func(from, step int) {
+		var scratch []byte
+		for i := from; i < len(names); i += step {
+			data, err := readAt(dirfd, dir, names[i], scratch)
+			if err != nil {
+				g, ps := checkFile(grantFile{name: names[i], readErr: err})
+				out[i] = parsed{c: checked{g, ps}}
+				continue
+			}
+			scratch = data[:0] // the next file reuses the buffer
+			if p, ok := last[names[i]]; ok && bytes.Equal(p.data, data) {
+				out[i] = p
+				continue
+			}
+			data = bytes.Clone(data)
+			g, ps := checkFile(grantFile{name: names[i], data: data})
+			out[i] = parsed{data, checked{g, ps}}
+		}
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(names)/filesPerWorker)
 	if workers <= 1 {
-		for i := range names {
-			one(i)
-		}
+		each(0, 1)
 		return out
 	}
 	var wg sync.WaitGroup
 	for w := range workers {
-		wg.Go(func() {
-			for i := w; i < len(names); i += workers {
-				one(i)
-			}
-		})
+		wg.Go(func() { each(w, workers) })
 	}
 	wg.Wait()
 	return out
-}
-
-// readGrantFile opens without blocking and refuses anything but a regular
-// file, so a FIFO or device named *.toml cannot stall every decision.
-func readGrantFile(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxGrantFileBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxGrantFileBytes {
-		return nil, fmt.Errorf("larger than %d bytes", MaxGrantFileBytes)
-	}
-	return data, nil
 }
 
 // collect gathers the valid grants of n checked files or, if any file has a

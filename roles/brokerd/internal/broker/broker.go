@@ -49,7 +49,7 @@ const by = "bxctl"
 // Broker decides and answers tool requests. Its fields are set once, before
 // the first Handle; Handle is safe for concurrent use.
 type Broker struct {
-	Grants    string // the grants directory, read at every decision
+	Grants    *policy.GrantsDir // read at every decision
 	Audit     Audit
 	States    States
 	Approvals *approvals.Table
@@ -70,7 +70,7 @@ func (b *Broker) Handle(ctx context.Context, req wire.ToolRequest, c Client) wir
 	unlock := b.States.Lock(req.Session)
 	st, exists, damaged := b.readState(req.Session)
 	now := b.Now()
-	d := policy.Decide(b.Grants, req, st, wire.TimestampOf(now))
+	d := b.Grants.Decide(req, st, wire.TimestampOf(now))
 	b.noteGrants(d)
 	seq, err := b.Audit.Append(decisionEvent(req, d, st, damaged))
 	if err != nil {
@@ -132,7 +132,7 @@ func (b *Broker) ask(ctx context.Context, req wire.ToolRequest, seq uint64, d po
 		st, exists, _ = b.readState(req.Session)
 		// Redecide fails only for a decision that is not a fresh ask, which
 		// d is; the zero Decision it returns then denies.
-		rd, _ = policy.Redecide(b.Grants, d, st, wire.TimestampOf(b.Now()))
+		rd, _ = b.Grants.Redecide(d, st, wire.TimestampOf(b.Now()))
 		b.noteGrants(rd)
 		rec = rd.Outcome()
 	case wire.Refused:
