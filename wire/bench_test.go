@@ -81,3 +81,18 @@ func BenchmarkSmallFrame(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkDecisionRecord measures what brokerd pays to encode the Decision
+// event it writes for every request.
+func BenchmarkDecisionRecord(b *testing.B) {
+	sid, _ := wire.NewSessionID("chat-1758096300000")
+	id, sha := "deny", wire.Sha256([]byte("grant"))
+	ev := wire.DecisionEvent{Session: sid, Call: 3, Tool: "read_file", Arguments: `{"path":"/home/kyle/notes/a.md"}`,
+		Outcome: wire.OutcomeDenied{Reason: wire.DeniedByGrant}, Grant: &id, GrantSha256: &sha, Taint: wire.Private}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := wire.Marshal(ev); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
