@@ -62,7 +62,6 @@ func (s *Server) handle(ctx context.Context, conn net.Conn, sock socket) {
 		reply(conn, id, wire.WireError{Code: wire.ErrorCodeFor(err), Detail: err.Error()})
 		return
 	}
-	_ = conn.SetReadDeadline(time.Time{})
 	if !sock.ok(env.Msg) {
 		s.log(fmt.Sprintf("brokerd: refused a %s message on %s, which accepts only %s", env.Msg.Kind(), sock.name, sock.accepts),
 			runbook.See("socket-forbidden"))
@@ -113,6 +112,9 @@ func (c *loopdConn) Pending(p wire.PendingResponse) error {
 	if err := wire.WriteEnvelope(c.conn, wire.Reply(c.id, false, p)); err != nil {
 		return err
 	}
+	// The request deadline would end the wait for the owner; the watcher
+	// reads until the connection closes or stopWatching.
+	_ = c.conn.SetReadDeadline(time.Time{})
 	c.watching = make(chan struct{})
 	go c.watch()
 	return nil

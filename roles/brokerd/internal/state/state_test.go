@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"boxmaker/policy"
@@ -63,6 +64,7 @@ func TestDamagedFilesAreErrors(t *testing.T) {
 		"bad-class": `{"taint":"topsecret","untrusted":false}`,
 		"empty":     ``,
 		"torn":      `{"taint":"pri`,
+		"oversized": `{"taint":"private","untrusted":false}` + strings.Repeat(" ", stateFileMax),
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name+".json"), []byte(content), 0o600); err != nil {
 			t.Fatal(err)
@@ -75,6 +77,13 @@ func TestDamagedFilesAreErrors(t *testing.T) {
 	os.Mkdir(filepath.Join(dir, "dir.json"), 0o700)
 	if _, _, err := s.Read(sid(t, "dir")); err == nil || !strings.HasPrefix(err.Error(), "state: ") {
 		t.Errorf("a directory read as %v", err)
+	}
+	// Nor a FIFO, and reading it does not wait for a writer.
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Read(sid(t, "fifo")); err == nil {
+		t.Error("a FIFO read without error")
 	}
 }
 
