@@ -70,6 +70,28 @@ func FuzzEnvelope(f *testing.F) {
 	})
 }
 
+// FuzzEnvelopeFastPath checks that the fast path changes nothing: whatever
+// it accepts the slow path accepts the same way, and UnmarshalEnvelope's
+// result and error are the slow path's for every input.
+func FuzzEnvelopeFastPath(f *testing.F) {
+	seedFrom(f, fixtureDir, "msg-")
+	seedFrom(f, rejectDir, "env-")
+	for _, in := range envAccepted {
+		f.Add([]byte(in))
+	}
+	for _, c := range envNearMisses {
+		f.Add([]byte(c.in))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if _, err := fastAgrees(in); err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		if err := sameAsSlow(in); err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+	})
+}
+
 // FuzzRecord covers the log line types: the first byte picks the type.
 func FuzzRecord(f *testing.F) {
 	for _, prefix := range []string{"audit-", "log-", "turn-"} {

@@ -107,6 +107,15 @@ func (e *VersionError) Error() string {
 // UnmarshalEnvelope decodes one envelope strictly: exactly the four members
 // in order, a known kind, a body valid for it, and canonical bytes.
 func UnmarshalEnvelope(data []byte) (Envelope, error) {
+	if e, ok := fastEnvelope(data); ok {
+		return e, nil
+	}
+	return slowEnvelope(data)
+}
+
+// slowEnvelope decodes any input token by token, so that a refused one gets
+// the error that says what is wrong with it.
+func slowEnvelope(data []byte) (Envelope, error) {
 	var e Envelope
 	if !utf8.Valid(data) {
 		return e, &DecodeError{KindInvalidUTF8, errors.New("input is not valid UTF-8")}
