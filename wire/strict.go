@@ -81,6 +81,23 @@ func init() {
 // escaping. A value that cannot be written validly (a zero identifier, an
 // invalid enum, invalid UTF-8) is an error, never bad output.
 func Marshal(v any) ([]byte, error) {
+	// The two values brokerd writes for every denied call are written
+	// directly (decisionfast.go); they decline what they cannot write.
+	switch v := v.(type) {
+	case DecisionEvent:
+		if out, ok := appendDecision(make([]byte, 0, 256+len(v.Tool)+len(v.Arguments)), v); ok {
+			return out, nil
+		}
+	case DeniedResponse:
+		if out, ok := appendDenied(nil, v); ok {
+			return out, nil
+		}
+	}
+	return marshalReflect(v)
+}
+
+// marshalReflect is Marshal through the json package, for every type.
+func marshalReflect(v any) ([]byte, error) {
 	if err := checkUnions(reflect.ValueOf(v)); err != nil {
 		return nil, err
 	}
