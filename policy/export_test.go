@@ -30,3 +30,13 @@ func HoldReads(t interface{ Cleanup(func()) }, hold func()) {
 	readDone = hold
 	t.Cleanup(func() { readDone = func() {} })
 }
+
+// Remembered lists the files g keeps from its last read, sorted.
+func (g *GrantsDir) Remembered() []string {
+	var names []string
+	for name := range g.last {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}

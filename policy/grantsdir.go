@@ -30,6 +30,7 @@ type GrantsDir struct {
 	reading sync.Mutex        // held by the read under way
 	last    map[string]parsed // the previous read's files; guarded by reading
 	buf     []byte            // directory entries; guarded by reading
+	scratch []byte            // file contents; guarded by reading
 }
 
 // dirRead is one read of the directory, shared by the calls that wait for it.
@@ -96,14 +97,9 @@ func (g *GrantsDir) read() (*GrantSet, []wire.GrantProblem, error) {
 		}
 	}
 	slices.Sort(names)
-	files := checkAll(fd, g.path, names, g.last)
-	// Only the files just read are kept: one removed since is forgotten.
-	g.last = make(map[string]parsed, len(names))
-	for i, f := range files {
-		if f.data != nil {
-			g.last[names[i]] = f
-		}
-	}
+	var files []parsed
+	files, g.scratch = checkAll(fd, g.path, names, g.last, g.scratch)
+	g.remember(names, files)
 	set, problems := collect(len(files), func(i int) (string, grant, []problem) {
 		return names[i], files[i].c.g, files[i].c.ps
 	})
@@ -113,6 +109,35 @@ func (g *GrantsDir) read() (*GrantSet, []wire.GrantProblem, error) {
 
 // readDone is called when a read has its result; tests hold reads there.
 var readDone = func() {}
+
+// remember keeps the files just read for the next read to compare with;
+// a file that is gone, or could not be read, is forgotten.
+func (g *GrantsDir) remember(names []string, files []parsed) {
+	if g.last == nil {
+		g.last = make(map[string]parsed, len(names))
+	}
+	kept := 0
+	for i, f := range files {
+		if f.data == nil {
+			delete(g.last, names[i])
+			continue
+		}
+		g.last[names[i]] = f
+		kept++
+	}
+	if len(g.last) == kept {
+		return
+	}
+	current := make(map[string]bool, len(names))
+	for _, name := range names {
+		current[name] = true
+	}
+	for name := range g.last {
+		if !current[name] {
+			delete(g.last, name)
+		}
+	}
+}
 
 // Decide reads the grants and decides req, as the package's Decide does.
 func (g *GrantsDir) Decide(req wire.ToolRequest, st State, now wire.Timestamp) Decision {

@@ -154,3 +154,22 @@ func TestGrantsDirSharesReads(t *testing.T) {
 		t.Errorf("%d reads for 1 + %d calls, want 2", n, later)
 	}
 }
+
+// TestGrantsDirForgetsRemovedFiles: what a GrantsDir keeps between reads is
+// the files of the last read, so it cannot grow with files long gone.
+func TestGrantsDirForgetsRemovedFiles(t *testing.T) {
+	text := simple("read_file", `paths = ["/n"]`)
+	dir := grantsDir(t, map[string]string{"a.toml": text, "b.toml": text, "c.toml": text, "x.txt": text})
+	g := policy.NewGrantsDir(dir)
+	g.Load()
+	if got := g.Remembered(); !slices.Equal(got, []string{"a.toml", "b.toml", "c.toml"}) {
+		t.Fatalf("after the first read: %v", got)
+	}
+	os.Remove(filepath.Join(dir, "a.toml"))
+	os.Remove(filepath.Join(dir, "c.toml"))
+	os.WriteFile(filepath.Join(dir, "d.toml"), []byte(text), 0o600)
+	g.Load()
+	if got := g.Remembered(); !slices.Equal(got, []string{"b.toml", "d.toml"}) {
+		t.Errorf("after removals: %v", got)
+	}
+}

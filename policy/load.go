@@ -70,13 +70,12 @@ const filesPerWorker = 8
 // checkAll reads and checks each named file of the open directory dirfd.
 // A file whose bytes equal those in last (the previous read's results, by
 // name) is not decoded again; it returns each file's result and the bytes
-// behind it. Decoding is most of what a decision costs and the files are
+// behind it, and scratch, the read buffer, grown as needed. Decoding is most of what a decision costs and the files are
 // independent, so large sets are spread over the available cores; every
 // worker is joined before checkAll returns.
-func checkAll(dirfd int, dir string, names []string, last map[string]parsed) []parsed {
+func checkAll(dirfd int, dir string, names []string, last map[string]parsed, scratch []byte) ([]parsed, []byte) {
 	out := make([]parsed, len(names))
-	each := func(from, step int) {
-		var scratch []byte
+	each := func(from, step int, scratch []byte) []byte {
 		for i := from; i < len(names); i += step {
 			data, err := readAt(dirfd, dir, names[i], scratch)
 			if err != nil {
@@ -93,18 +92,18 @@ func checkAll(dirfd int, dir string, names []string, last map[string]parsed) []p
 			g, ps := checkFile(grantFile{name: names[i], data: data})
 			out[i] = parsed{data, checked{g, ps}}
 		}
+		return scratch
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(names)/filesPerWorker)
 	if workers <= 1 {
-		each(0, 1)
-		return out
+		return out, each(0, 1, scratch)
 	}
 	var wg sync.WaitGroup
 	for w := range workers {
-		wg.Go(func() { each(w, workers) })
+		wg.Go(func() { each(w, workers, nil) })
 	}
 	wg.Wait()
-	return out
+	return out, scratch
 }
 
 // collect gathers the valid grants of n checked files or, if any file has a
