@@ -60,6 +60,13 @@ func fastEnvelope(data []byte) (Envelope, bool) {
 	if !ok {
 		return e, false
 	}
+	// brokerd decodes a tool_request per call: its body is read directly
+	// (toolfast.go). One that decoder declines goes the generic way below.
+	if string(kind) == KindToolRequest {
+		if v, ok := decodeToolRequest(body); ok {
+			return Envelope{V: Version, ID: id, Final: final, Msg: v}, true
+		}
+	}
 	msg, err := dec(body)
 	// MarshalEnvelope writes msg.Kind(), so the slow path refuses a message
 	// whose kind is not the one it was decoded as; so does this.

@@ -82,6 +82,13 @@ func FuzzEnvelopeFastPath(f *testing.F) {
 	for _, c := range envNearMisses {
 		f.Add([]byte(c.in))
 	}
+	// tool_request bodies take their own direct decoder (toolfast.go).
+	for _, b := range toolAccepted {
+		f.Add(toolEnvelope(b))
+	}
+	for _, c := range toolNearMisses {
+		f.Add(toolEnvelope(c.body))
+	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if _, err := fastAgrees(in); err != nil {
 			t.Fatalf("%q: %v", in, err)

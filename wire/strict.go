@@ -82,8 +82,15 @@ func init() {
 // invalid enum, invalid UTF-8) is an error, never bad output.
 func Marshal(v any) ([]byte, error) {
 	// The two values brokerd writes for every denied call are written
-	// directly (decisionfast.go); they decline what they cannot write.
+	// directly (decisionfast.go), and so is the tool request loopd writes
+	// for every call (toolfast.go); they decline what they cannot write.
 	switch v := v.(type) {
+	case ToolRequest:
+		// Room for the names, a 64-character session id, 20 digits, and
+		// the escapes a JSON object as arguments usually needs.
+		if out, ok := appendToolRequest(make([]byte, 0, 128+len(v.Tool)+len(v.Arguments)*5/4), v); ok {
+			return out, nil
+		}
 	case DecisionEvent:
 		if out, ok := appendDecision(make([]byte, 0, 256+len(v.Tool)+len(v.Arguments)), v); ok {
 			return out, nil
