@@ -193,6 +193,9 @@ func (h *Harness) Stop() error {
 			err = fmt.Errorf("harness: removed %d container(s) left behind", n)
 		}
 		h.podman.stop()
+		// The overlay driver bind-mounts its own directory, and the mount
+		// outlives the service; it would keep the home from being removed.
+		_ = syscall.Unmount(filepath.Join(h.Home, "podman", "storage", "overlay"), syscall.MNT_DETACH)
 	}
 	return err
 }

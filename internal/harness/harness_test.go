@@ -31,6 +31,15 @@ var (
 	buildErr  error
 )
 
+// TestMain removes what build made once every test has run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
 // build builds boxmaker, its links and fakellama once for the package.
 func build(t testing.TB) string {
 	t.Helper()

@@ -151,6 +151,10 @@ func Stop() {
 		service.cmd.Process.Kill()
 		<-done
 	}
+	// The overlay driver bind-mounts its own directory, and the mount
+	// outlives the service: without this, every run left a mount and its
+	// directory behind in /tmp.
+	_ = syscall.Unmount(filepath.Join(service.dir, "root", "overlay"), syscall.MNT_DETACH)
 	os.RemoveAll(service.dir)
 }
 
