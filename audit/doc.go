@@ -9,9 +9,10 @@
 //
 // Writer is the only writer (brokerd): Open takes the lock, checks the end of
 // the log and repairs a torn final line, and Append returns only once the
-// record is fsynced. ChainVerifier is the pure state machine that decides what
-// a sequence of lines means; VerifyDir feeds it a whole directory, for
-// `bxctl audit verify`.
+// record is synced (fdatasync: its bytes and the file size are durable).
+// ChainVerifier is the pure state machine that decides what a sequence of
+// lines means; VerifyDir feeds it a whole directory, for `bxctl audit
+// verify`.
 //
 // This package imports nothing of boxmaker's but wire, so its runbook
 // references are written out literally ("see docs/runbook.md#...").
