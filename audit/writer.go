@@ -18,8 +18,9 @@ type Options struct {
 	// AcceptBreak makes startup append an AcceptedBreak record for a chain
 	// failure instead of refusing to start (brokerd serve --accept-break).
 	AcceptBreak bool
-	// OpenFile opens log files and the directory for syncing; os.OpenFile
-	// if nil. Tests wrap it to fail writes or count syncs.
+	// OpenFile opens log files and the directory for syncing. If nil, it
+	// is os.OpenFile, with log files opened for writing syncing by
+	// fdatasync (file.go). Tests wrap it to fail writes or count syncs.
 	OpenFile func(name string, flag int, perm fs.FileMode) (File, error)
 }
 

@@ -117,7 +117,16 @@ func (d Decision) Problems() []wire.GrantProblem {
 	if d.d == nil {
 		return nil
 	}
-	return slices.Clone(d.d.problems)
+	// The problems may be shared with other calls that shared a read of
+	// the grants: copy the line numbers too, not only the slice.
+	ps := slices.Clone(d.d.problems)
+	for i, p := range ps {
+		if p.Line != nil {
+			line := *p.Line
+			ps[i].Line = &line
+		}
+	}
+	return ps
 }
 
 // Grant describes the matched grant: for allowed, ask and denied_by_grant.

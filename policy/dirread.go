@@ -82,8 +82,11 @@ func readAt(dirfd int, dir, name string, scratch []byte) ([]byte, error) {
 		if n > MaxGrantFileBytes {
 			return nil, fmt.Errorf("larger than %d bytes", MaxGrantFileBytes)
 		}
-		if n < len(buf) && n >= size {
-			// A short read of a regular file is its end.
+		if n == size && int64(n) == st.Size {
+			// All that fstat said the file holds: a regular file read
+			// whole. Anything else (a file that grew, or one of size 0
+			// that has bytes, as in /proc) is read on until a read
+			// returns nothing.
 			break
 		}
 		if n == len(buf) {

@@ -30,28 +30,30 @@ func BenchmarkFloorThroughput32(b *testing.B) {
 		b.Fatal(err)
 	}
 	c := &floorLog{f: f, line: bb.line, wake: make(chan struct{}, 1)}
-	var wg sync.WaitGroup
-	wg.Go(c.run)
-	wg.Go(func() {
+	var committer, handlers sync.WaitGroup
+	committer.Go(c.run)
+	handlers.Go(func() {
 		for {
 			conn, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			go func() {
+			handlers.Go(func() {
 				defer conn.Close()
 				if _, err := wire.ReadFrame(conn); err != nil {
 					return
 				}
 				c.commit()
 				conn.Write(bb.denied)
-			}()
+			})
 		}
 	})
 	b.Cleanup(func() {
+		// Every client is done: the handlers end, then the committer.
 		ln.Close()
+		handlers.Wait()
 		close(c.wake)
-		wg.Wait()
+		committer.Wait()
 		f.Close()
 	})
 	throughput(b, bb)
