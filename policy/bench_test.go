@@ -7,11 +7,28 @@ import (
 	"testing"
 
 	"boxmaker/policy"
+	"boxmaker/wire"
 )
 
 // BenchmarkDecide reads N grant files from disk at every call, as brokerd
 // does: the cost is the directory read, N file reads and N decodes.
 func BenchmarkDecide(b *testing.B) {
+	benchDecide(b, func(dir string) func(wire.ToolRequest) policy.Decision {
+		return func(req wire.ToolRequest) policy.Decision { return policy.Decide(dir, req, private, now) }
+	})
+}
+
+// BenchmarkGrantsDirDecide is the same through one GrantsDir, as brokerd
+// decides: every file is still read at every call, but unchanged bytes are
+// not decoded again.
+func BenchmarkGrantsDirDecide(b *testing.B) {
+	benchDecide(b, func(dir string) func(wire.ToolRequest) policy.Decision {
+		g := policy.NewGrantsDir(dir)
+		return func(req wire.ToolRequest) policy.Decision { return g.Decide(req, private, now) }
+	})
+}
+
+func benchDecide(b *testing.B, decider func(dir string) func(wire.ToolRequest) policy.Decision) {
 	for _, n := range []int{1, 10, 100, 1000} {
 		b.Run(fmt.Sprintf("grants=%d", n), func(b *testing.B) {
 			dir := b.TempDir()
@@ -24,9 +41,10 @@ func BenchmarkDecide(b *testing.B) {
 				}
 			}
 			req := request("read_file", fmt.Sprintf(`{"path":"/home/kyle/notes-%d/a.md"}`, n-1))
+			decide := decider(dir)
 			b.ReportAllocs()
 			for b.Loop() {
-				if d := policy.Decide(dir, req, private, now); outcomeName(d) != "allowed" {
+				if d := decide(req); outcomeName(d) != "allowed" {
 					b.Fatal(outcomeName(d))
 				}
 			}
