@@ -3,6 +3,8 @@ package audit
 import (
 	"errors"
 	"fmt"
+
+	"boxmaker/wire"
 )
 
 // Sentinel errors, for errors.Is: brokerd chooses its exit status and its
@@ -32,7 +34,7 @@ type BrokenError struct{ Failure ChainFailure }
 
 func (e *BrokenError) Error() string {
 	return fmt.Sprintf("audit: the chain is broken at %s: %s\nsee docs/runbook.md#audit-chain-broken",
-		e.Failure.Location, printable(e.Failure.What))
+		e.Failure.Location, wire.Printable(e.Failure.What))
 }
 
 func (e *BrokenError) Unwrap() error { return ErrChainBroken }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"boxmaker/wire"
 )
 
 // FormatReport writes what `bxctl audit verify` prints for rep and reports
@@ -11,7 +13,7 @@ import (
 func FormatReport(w io.Writer, rep ChainReport) (bool, error) {
 	var b strings.Builder
 	if f := rep.Failure; f != nil {
-		fmt.Fprintf(&b, "%s: %s\nsee docs/runbook.md#audit-chain-broken\n", f.Location, printable(f.What))
+		fmt.Fprintf(&b, "%s: %s\nsee docs/runbook.md#audit-chain-broken\n", f.Location, wire.Printable(f.What))
 		_, err := io.WriteString(w, b.String())
 		return false, err
 	}
@@ -37,18 +39,4 @@ func FormatReport(w io.Writer, rep ChainReport) (bool, error) {
 	}
 	_, err := io.WriteString(w, b.String())
 	return true, err
-}
-
-// printable escapes what could steer a terminal (M3a §9): a failure's text
-// can quote bytes of the damaged line.
-func printable(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if r < 0x20 || r >= 0x7f && r <= 0x9f {
-			fmt.Fprintf(&b, `\u%04x`, r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

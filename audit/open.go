@@ -35,7 +35,7 @@ func (r StartupReport) Lines() []string {
 		out = append(out, "audit: recovered a torn final line", "see docs/runbook.md#audit-recovered")
 	}
 	if f := r.Accepted; f != nil {
-		out = append(out, fmt.Sprintf("audit: accepted the break at %s: %s", f.Location, printable(f.What)))
+		out = append(out, fmt.Sprintf("audit: accepted the break at %s: %s", f.Location, wire.Printable(f.What)))
 	}
 	return out
 }

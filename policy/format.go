@@ -2,8 +2,6 @@ package policy
 
 import (
 	"fmt"
-	"strings"
-	"unicode/utf8"
 
 	"boxmaker/wire"
 )
@@ -15,26 +13,7 @@ import (
 // terminal (the rule of M3a §9 for data shown to the owner).
 func FormatProblem(p wire.GrantProblem) string {
 	if p.Line != nil {
-		return fmt.Sprintf("%s:%d: %s", escapeControls(p.File), *p.Line, escapeControls(p.Problem))
+		return fmt.Sprintf("%s:%d: %s", wire.Printable(p.File), *p.Line, wire.Printable(p.Problem))
 	}
-	return escapeControls(p.File) + ": " + escapeControls(p.Problem)
-}
-
-// escapeControls replaces U+0000 to U+001F, U+007F and U+0080 to U+009F with
-// \u00XX. Invalid UTF-8 bytes are printed as \xXX.
-func escapeControls(s string) string {
-	var b strings.Builder
-	for len(s) > 0 {
-		r, n := utf8.DecodeRuneInString(s)
-		switch {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[0])
-		case r < 0x20 || r >= 0x7F && r <= 0x9F:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteString(s[:n])
-		}
-		s = s[n:]
-	}
-	return b.String()
+	return wire.Printable(p.File) + ": " + wire.Printable(p.Problem)
 }

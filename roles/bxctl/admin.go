@@ -61,7 +61,7 @@ func ask(e *env, cmd, path string, msg wire.Message) (wire.Message, error) {
 		return nil, exitCode(1)
 	}
 	if we, ok := env.Msg.(wire.WireError); ok && we.Code != wire.NoSuchApproval {
-		fmt.Fprintf(e.stderr, "%s: brokerd refused the request: %s: %s\n", cmd, we.Code, printable(we.Detail))
+		fmt.Fprintf(e.stderr, "%s: brokerd refused the request: %s: %s\n", cmd, we.Code, wire.Printable(we.Detail))
 		return nil, exitCode(1)
 	}
 	return env.Msg, nil
@@ -72,7 +72,7 @@ func unreachable(e *env, cmd, path string, err error) error {
 	if errors.As(err, &ne) && ne.Timeout() {
 		err = fmt.Errorf("timed out: %w", err)
 	}
-	fmt.Fprintf(e.stderr, "%s: cannot reach brokerd at %s: %s\n%s\n", cmd, printable(path), printable(err.Error()), runbook.See("admin-unavailable"))
+	fmt.Fprintf(e.stderr, "%s: cannot reach brokerd at %s: %s\n%s\n", cmd, wire.Printable(path), wire.Printable(err.Error()), runbook.See("admin-unavailable"))
 	return exitCode(1)
 }
 

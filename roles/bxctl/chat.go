@@ -101,7 +101,7 @@ func (ch *chat) lines(prompt bool) error {
 func (ch *chat) turn(text string) error {
 	conn, err := net.DialTimeout("unix", ch.loop, dialTimeout)
 	if err != nil {
-		fmt.Fprintf(ch.e.stderr, "%s: cannot reach loopd at %s: %s\n%s\n", ch.cmd, printable(ch.loop), printable(err.Error()), runbook.See("loop-unavailable"))
+		fmt.Fprintf(ch.e.stderr, "%s: cannot reach loopd at %s: %s\n%s\n", ch.cmd, wire.Printable(ch.loop), wire.Printable(err.Error()), runbook.See("loop-unavailable"))
 		return exitCode(1)
 	}
 	defer conn.Close()
@@ -115,7 +115,7 @@ func (ch *chat) turn(text string) error {
 			return ch.broken(err)
 		}
 		if we, ok := env.Msg.(wire.WireError); ok {
-			fmt.Fprintf(ch.e.stderr, "%s: loopd refused the message: %s: %s\n", ch.cmd, we.Code, printable(we.Detail))
+			fmt.Fprintf(ch.e.stderr, "%s: loopd refused the message: %s: %s\n", ch.cmd, we.Code, wire.Printable(we.Detail))
 			return exitCode(1)
 		}
 		ev, ok := env.Msg.(wire.TurnEvent)
@@ -135,7 +135,7 @@ func (ch *chat) turn(text string) error {
 }
 
 func (ch *chat) broken(err error) error {
-	fmt.Fprintf(ch.e.stderr, "%s: the turn broke off: %s\n%s\n", ch.cmd, printable(err.Error()), runbook.See("loop-unavailable"))
+	fmt.Fprintf(ch.e.stderr, "%s: the turn broke off: %s\n%s\n", ch.cmd, wire.Printable(err.Error()), runbook.See("loop-unavailable"))
 	return exitCode(1)
 }
 
@@ -159,7 +159,7 @@ func (ch *chat) show(ev wire.TurnEvent) error {
 	case wire.TurnText:
 		fmt.Fprintf(out, "%s\n", printableLines(ev.Content))
 	case wire.TurnToolCall:
-		fmt.Fprintf(out, "tool call %d: %s %s\n", ev.Call, printable(ev.Tool), printable(ev.Arguments))
+		fmt.Fprintf(out, "tool call %d: %s %s\n", ev.Call, wire.Printable(ev.Tool), wire.Printable(ev.Arguments))
 	case wire.TurnToolOutcome:
 		fmt.Fprintf(out, "tool call %d: %s\n", ev.Call, outcomeText(ev))
 	case wire.TurnApprovalPending:
@@ -167,7 +167,7 @@ func (ch *chat) show(ev wire.TurnEvent) error {
 	case wire.TurnReply:
 		fmt.Fprintf(out, "%s\n", printableLines(ev.Content))
 	case wire.TurnFailed:
-		fmt.Fprintf(ch.e.stderr, "turn failed: %s\n", printable(ev.Message))
+		fmt.Fprintf(ch.e.stderr, "turn failed: %s\n", wire.Printable(ev.Message))
 	}
 	return nil
 }
@@ -193,7 +193,7 @@ func outcomeText(ev wire.TurnToolOutcome) string {
 // brokerd, which holds the details) and, when asking, asks on stderr and
 // reads one line: y approves, anything else refuses.
 func (ch *chat) approval(ev wire.TurnApprovalPending) error {
-	block := fmt.Sprintf("%d  pending  expires at %s  tool %s\n", ev.Approval, ev.Expires, printable(ev.Tool))
+	block := fmt.Sprintf("%d  pending  expires at %s  tool %s\n", ev.Approval, ev.Expires, wire.Printable(ev.Tool))
 	if msg, err := ask(ch.e, ch.cmd, ch.admin, wire.Approvals{}); err == nil {
 		if list, ok := msg.(wire.ApprovalList); ok {
 			for _, p := range list.Items {
@@ -220,7 +220,7 @@ func (ch *chat) approval(ev wire.TurnApprovalPending) error {
 // script, the demo), so the transcript reads as a person's session would.
 func (ch *chat) echo(line string) {
 	if ch.ask && !isTerminal(ch.e.stdin) {
-		fmt.Fprintln(ch.e.stderr, printable(line))
+		fmt.Fprintln(ch.e.stderr, wire.Printable(line))
 	}
 }
 
@@ -238,7 +238,7 @@ func isTerminal(r io.Reader) bool {
 func printableLines(s string) string {
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
-		lines[i] = printable(l)
+		lines[i] = wire.Printable(l)
 	}
 	return strings.Join(lines, "\n")
 }

@@ -2,33 +2,10 @@ package bxctl
 
 import (
 	"fmt"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"boxmaker/wire"
 )
-
-// printable returns s as data (M3a §9): every character below U+0020,
-// U+007F, and U+0080 to U+009F is printed as \u00XX (ESC, U+001B, among
-// them, wherever it is), so nothing the model wrote can move the cursor,
-// change colours or hide text. A byte that is not UTF-8 is printed as \xXX.
-func printable(s string) string {
-	var b strings.Builder
-	for len(s) > 0 {
-		r, n := utf8.DecodeRuneInString(s)
-		switch {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[0])
-		case r < 0x20 || r >= 0x7f && r <= 0x9f:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteString(s[:n])
-		}
-		s = s[n:]
-	}
-	return b.String()
-}
 
 // sessionWidth is the most of a session id the listing shows: ids are up
 // to 64 characters and start with their kind and time ("chat-1758…").
@@ -73,5 +50,5 @@ func approvalBlock(p wire.PendingApproval, now time.Time) string {
 	}
 	return fmt.Sprintf("%d  %s ago  %s  session %s  grant %s  taint %s\n    %s %s\n",
 		p.Approval, span(now.Sub(p.Created.Time())), expires, shortSession(p.Session.String()),
-		printable(p.Grant), p.Taint, printable(p.Tool), printable(p.Arguments))
+		wire.Printable(p.Grant), p.Taint, wire.Printable(p.Tool), wire.Printable(p.Arguments))
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"boxmaker/policy"
+	"boxmaker/wire"
 )
 
 // SOCKS5 (RFC 1928), the server half: no authentication, CONNECT only, and
@@ -130,10 +131,10 @@ func (p *Proxy) handshake(c net.Conn) (string, bool) {
 // check says why host:dport may not be connected, or "" when it may.
 func (p *Proxy) check(host string, dport uint16) string {
 	if dport != port {
-		return fmt.Sprintf("%s port %d: only port 443 is allowed", printable(host), dport)
+		return fmt.Sprintf("%s port %d: only port 443 is allowed", wire.Printable(host), dport)
 	}
 	if _, err := netip.ParseAddr(host); err == nil {
-		return fmt.Sprintf("%s is an IP address: only host names are allowed", printable(host))
+		return fmt.Sprintf("%s is an IP address: only host names are allowed", wire.Printable(host))
 	}
 	if err := policy.CheckHost(host); err != nil {
 		return fmt.Sprintf("%q is not a valid host name: it %v", host, err)
@@ -221,14 +222,4 @@ func closeWrite(c net.Conn) {
 	if cw, ok := c.(interface{ CloseWrite() error }); ok {
 		cw.CloseWrite()
 	}
-}
-
-// printable keeps a name the tool sent fit for a log line.
-func printable(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || r > 0x7e {
-			return '?'
-		}
-		return r
-	}, s)
 }
