@@ -61,27 +61,24 @@ func writeValue(b *bytes.Buffer, v any) {
 		}
 		b.WriteByte('}')
 	case []object:
-		b.WriteByte('[')
-		for i, e := range v {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			writeValue(b, e)
-		}
-		b.WriteByte(']')
+		writeArray(b, v)
 	case []any:
-		b.WriteByte('[')
-		for i, e := range v {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			writeValue(b, e)
-		}
-		b.WriteByte(']')
+		writeArray(b, v)
 	default:
 		// A programming error in the fake, not a client's doing.
 		panic(fmt.Sprintf("fakellama: cannot encode %T", v))
 	}
+}
+
+func writeArray[T any](b *bytes.Buffer, v []T) {
+	b.WriteByte('[')
+	for i, e := range v {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		writeValue(b, e)
+	}
+	b.WriteByte(']')
 }
 
 // writeString writes s as nlohmann's dump does: UTF-8 as it is, control
