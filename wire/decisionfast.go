@@ -18,22 +18,15 @@ import (
 
 // appendDecision appends v's encoding to dst, or reports false.
 func appendDecision(dst []byte, v DecisionEvent) ([]byte, bool) {
-	if !ValidID(v.Session.s) || !v.Taint.Valid() {
+	if !v.Taint.Valid() {
+		return dst, false
+	}
+	dst, ok := appendRequestFields(append(dst, `{"type":"decision",`...),
+		ToolRequest{Session: v.Session, Call: v.Call, Tool: v.Tool, Arguments: v.Arguments})
+	if !ok {
 		return dst, false
 	}
 	var err error
-	dst = append(dst, `{"type":"decision","session":"`...)
-	dst = append(dst, v.Session.s...) // [a-z0-9-]: nothing to escape
-	dst = append(dst, `","call":`...)
-	dst = strconv.AppendUint(dst, uint64(v.Call), 10)
-	dst = append(dst, `,"tool":`...)
-	if dst, err = jsontext.AppendQuote(dst, v.Tool); err != nil {
-		return dst, false
-	}
-	dst = append(dst, `,"arguments":`...)
-	if dst, err = jsontext.AppendQuote(dst, v.Arguments); err != nil {
-		return dst, false
-	}
 	switch o := v.Outcome.(type) {
 	case OutcomeAllowed:
 		dst = append(dst, `,"outcome":{"outcome":"allowed"}`...)

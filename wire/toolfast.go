@@ -25,11 +25,19 @@ import (
 
 // appendToolRequest appends v's encoding to dst, or reports false.
 func appendToolRequest(dst []byte, v ToolRequest) ([]byte, bool) {
+	dst, ok := appendRequestFields(append(dst, '{'), v)
+	return append(dst, '}'), ok
+}
+
+// appendRequestFields appends a request's four members, in order and
+// without braces: a ToolRequest's whole body, and the start of the Decision
+// record that records it. It reports false for what it cannot write.
+func appendRequestFields(dst []byte, v ToolRequest) ([]byte, bool) {
 	if !ValidID(v.Session.s) {
 		return dst, false
 	}
 	var err error
-	dst = append(dst, `{"session":"`...)
+	dst = append(dst, `"session":"`...)
 	dst = append(dst, v.Session.s...) // [a-z0-9-]: nothing to escape
 	dst = append(dst, `","call":`...)
 	dst = strconv.AppendUint(dst, uint64(v.Call), 10)
@@ -41,7 +49,7 @@ func appendToolRequest(dst []byte, v ToolRequest) ([]byte, bool) {
 	if dst, err = jsontext.AppendQuote(dst, v.Arguments); err != nil {
 		return dst, false
 	}
-	return append(dst, '}'), true
+	return dst, true
 }
 
 // decodeToolRequest decodes body if it is exactly appendToolRequest's
