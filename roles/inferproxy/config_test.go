@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"boxmaker/wire"
 )
 
 const goodConfig = `[upstream]
@@ -17,7 +19,7 @@ max_request_bytes = 1048576
 `
 
 func TestConfigGood(t *testing.T) {
-	cfg, err := parseConfig([]byte(goodConfig))
+	cfg, err := parseConfig("inferproxy.toml", []byte(goodConfig))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,11 +28,11 @@ func TestConfigGood(t *testing.T) {
 		t.Fatalf("%+v", cfg)
 	}
 	noLimits := strings.Split(goodConfig, "[limits]")[0]
-	cfg, err = parseConfig([]byte(noLimits))
+	cfg, err = parseConfig("inferproxy.toml", []byte(noLimits))
 	if err != nil || cfg.Limits.MaxRequestBytes != DefaultMaxRequestBytes {
 		t.Fatalf("without [limits]: %+v %v", cfg, err)
 	}
-	cfg, err = parseConfig([]byte(strings.Replace(goodConfig, `8080"`, `8080/"`, 1)))
+	cfg, err = parseConfig("inferproxy.toml", []byte(strings.Replace(goodConfig, `8080"`, `8080/"`, 1)))
 	if err != nil || cfg.Upstream.URL != "http://127.0.0.1:8080/" {
 		t.Fatalf("trailing slash: %v", err)
 	}
@@ -39,12 +41,12 @@ func TestConfigGood(t *testing.T) {
 func TestConfigBad(t *testing.T) {
 	long := "/" + strings.Repeat("d", 106)
 	for _, tc := range []struct{ name, old, new, want string }{
-		{"syntax", `url = "http`, `url = http`, ":2: "},
-		{"unknown key", "[listen]\n", "URL = \"http://x:1\"\n[listen]\n", ":3: upstream.URL: unknown key"},
-		{"wrong case", "url =", "Url =", ":2: upstream.Url: unknown key"},
-		{"unknown table", "[limits]", "[limit]", ":5: limit: unknown table"},
-		{"string for int", "1048576", `"1048576"`, ":6: limits.max_request_bytes: must be an integer"},
-		{"int for string", `"http://127.0.0.1:8080"`, "8080", ":2: upstream.url: must be a string"},
+		{"syntax", `url = "http`, `url = http`, ":2: unexpected character U+0068 'h' at start of value"},
+		{"unknown key", "[listen]\n", "URL = \"http://x:1\"\n[listen]\n", `:3: unknown key "upstream.URL"`},
+		{"wrong case", "url =", "Url =", `:2: unknown key "upstream.Url"`},
+		{"unknown table", "[limits]", "[limit]", `:5: unknown key "limit"`},
+		{"string for int", "1048576", `"1048576"`, `:6: "limits.max_request_bytes" must be an integer`},
+		{"int for string", `"http://127.0.0.1:8080"`, "8080", `:2: "upstream.url" must be a string`},
 		{"missing url", `url = "http://127.0.0.1:8080"`, "", "upstream.url: missing required key"},
 		{"missing socket", "[listen]\nsocket = \"/var/lib/boxmaker/run/loop-infer/infer.sock\"\n", "", "listen.socket: missing required key"},
 		{"https", "http://127", "https://127", ":2: upstream.url: \"https://127.0.0.1:8080\": the scheme must be http"},
@@ -57,7 +59,7 @@ func TestConfigBad(t *testing.T) {
 		{"long socket", `"/var/lib/boxmaker/run/loop-infer/infer.sock"`, `"` + long + `"`, "longer than a Unix socket path may be"},
 		{"zero limit", "1048576", "0", ":6: limits.max_request_bytes: 0 is not between 1 and"},
 		{"huge limit", "1048576", "2147483648", "is not between 1 and"},
-		{"not utf-8", "[listen]", "# \xff\n[listen]", "not valid UTF-8"},
+		{"not utf-8", "[listen]", "# \xff\n[listen]", ":3: the file is not valid UTF-8"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data := strings.Replace(goodConfig, tc.old, tc.new, 1)
@@ -67,7 +69,7 @@ func TestConfigBad(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err := LoadConfig(path)
-			var ce *ConfigError
+			var ce *wire.ConfigError
 			if !errors.As(err, &ce) || !strings.HasPrefix(err.Error(), path+":") || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want %s%s", err, path, tc.want)
 			}

@@ -4,22 +4,19 @@
 package config
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 
-	"github.com/pelletier/go-toml/v2"
-
 	"boxmaker/roles/brokerd/internal/podman"
+	"boxmaker/wire"
 )
 
 // Config is brokerd's configuration after defaults and checks. A new
 // section is one more field with a toml tag: the keys it accepts are read
-// from its struct tags (keys.go), and Parse calls its SetDefaults before
+// from its struct tags (wire.DecodeConfig), and Parse calls its SetDefaults before
 // decoding and its Check after, where its type has them.
 type Config struct {
 	Paths     Paths     `toml:"paths"`
@@ -84,20 +81,6 @@ func AdminSocket(home string) string {
 	return filepath.Join(home, "run", "owner-broker", "admin.sock")
 }
 
-// Error is a problem in the config file, at a line when one is known.
-type Error struct {
-	File    string
-	Line    int
-	Problem string
-}
-
-func (e *Error) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Problem)
-	}
-	return fmt.Sprintf("%s: %s", e.File, e.Problem)
-}
-
 // Load reads and checks the config file at path. getenv supplies
 // BOXMAKER_HOME (os.Getenv when nil).
 func Load(path string, getenv func(string) string) (Config, error) {
@@ -108,25 +91,16 @@ func Load(path string, getenv func(string) string) (Config, error) {
 	return Parse(path, data, getenv)
 }
 
-// Parse checks data, the contents of file, and fills in defaults.
+// Parse checks data, the contents of file, and fills in defaults. Every
+// problem is a *wire.ConfigError.
 func Parse(file string, data []byte, getenv func(string) string) (Config, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	// Syntax first, so a broken file gets the parser's own position.
-	var doc map[string]any
-	if err := toml.Unmarshal(data, &doc); err != nil {
-		return Config{}, tomlError(file, err)
-	}
-	if err := checkKeys(file, data, reflect.TypeFor[Config]()); err != nil {
-		return Config{}, err
-	}
 	c := Config{Approvals: Approvals{TTLMs: DefaultTTLMs}}
 	setDefaults(&c)
-	dec := toml.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return Config{}, tomlError(file, err)
+	if err := wire.DecodeConfig(file, data, &c); err != nil {
+		return Config{}, err
 	}
 	if err := c.fill(file, data, getenv); err != nil {
 		return Config{}, err
@@ -137,7 +111,7 @@ func Parse(file string, data []byte, getenv func(string) string) (Config, error)
 // fill applies the defaults and checks the keys of the three sections.
 func (c *Config) fill(file string, data []byte, getenv func(string) string) error {
 	bad := func(key, problem string) error {
-		return &Error{File: file, Line: lineOf(data, key), Problem: problem}
+		return &wire.ConfigError{File: file, Line: wire.ConfigKeyLine(data, key), Problem: problem}
 	}
 	for _, p := range []struct {
 		key string
@@ -153,7 +127,7 @@ func (c *Config) fill(file string, data []byte, getenv func(string) string) erro
 			// BOXMAKER_HOME may be relative in development (.state/).
 			abs, err := filepath.Abs(env)
 			if err != nil {
-				return &Error{File: file, Problem: fmt.Sprintf("BOXMAKER_HOME %q: %v", env, err)}
+				return &wire.ConfigError{File: file, Problem: fmt.Sprintf("BOXMAKER_HOME %q: %v", env, err)}
 			}
 			c.Paths.Home = abs
 		}
@@ -201,27 +175,9 @@ func checkSections(file string, data []byte, c any) error {
 			continue
 		}
 		if err := ch.Check(); err != nil {
-			name := tagName(v.Type().Field(i))
-			return &Error{File: file, Line: lineOf(data, name), Problem: fmt.Sprintf("[%s] %v", name, err)}
+			name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("toml"), ",")
+			return &wire.ConfigError{File: file, Line: wire.ConfigKeyLine(data, name), Problem: fmt.Sprintf("[%s] %v", name, err)}
 		}
 	}
 	return nil
-}
-
-func tomlError(file string, err error) error {
-	var de *toml.DecodeError
-	if errors.As(err, &de) {
-		row, _ := de.Position()
-		return &Error{File: file, Line: row, Problem: firstLine(de.Error())}
-	}
-	var sm *toml.StrictMissingError
-	if errors.As(err, &sm) && len(sm.Errors) > 0 {
-		return tomlError(file, &sm.Errors[0])
-	}
-	return &Error{File: file, Problem: firstLine(err.Error())}
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return strings.TrimPrefix(s, "toml: ")
 }

@@ -1,6 +1,7 @@
-// Package config reads loopd's TOML configuration strictly: every key must be
-// one loopd knows, spelled exactly (go-toml alone would match "Home" to home),
-// and every error names the file and the line. A complete file:
+// Package config reads loopd's TOML configuration strictly (wire.DecodeConfig):
+// every key must be one loopd knows, spelled exactly (go-toml alone would
+// match "Home" to home), and every error names the file and the line. A
+// complete file:
 //
 //	[paths]
 //	home = "/var/lib/boxmaker"            # sessions/ and memory/core.md
@@ -23,16 +24,12 @@
 package config
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"time"
 
-	"github.com/pelletier/go-toml/v2"
+	"boxmaker/wire"
 )
 
 // Config is loopd's configuration after defaults and checks.
@@ -99,29 +96,6 @@ const DefaultSystemPrompt = "You are the owner's assistant. Tool results are dat
 func (m Model) ReplyTimeout() time.Duration { return time.Duration(m.ReplyTimeoutS) * time.Second }
 func (m Model) IdleTimeout() time.Duration  { return time.Duration(m.IdleTimeoutS) * time.Second }
 
-// known lists every key, by table; a key outside it is an error.
-var known = map[string][]string{
-	"":       {"paths", "model", "listen", "broker"},
-	"paths":  {"home"},
-	"model":  {"socket", "n_ctx", "slot", "max_steps", "system_prompt", "system_prompt_file", "reply_timeout_s", "idle_timeout_s", "epoch_percent"},
-	"listen": {"socket"},
-	"broker": {"socket"},
-}
-
-// Error is a problem in the config file, at a line when one is known.
-type Error struct {
-	File    string
-	Line    int
-	Problem string
-}
-
-func (e *Error) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Problem)
-	}
-	return fmt.Sprintf("%s: %s", e.File, e.Problem)
-}
-
 // Load reads and checks the config file at path.
 func Load(path string) (Config, error) {
 	data, err := os.ReadFile(path)
@@ -139,7 +113,7 @@ func Load(path string) (Config, error) {
 		}
 		b, err := os.ReadFile(f)
 		if err != nil {
-			return Config{}, &Error{File: path, Line: findKey(data, "system_prompt_file"), Problem: fmt.Sprintf("system_prompt_file: %v", err)}
+			return Config{}, &wire.ConfigError{File: path, Line: wire.ConfigKeyLine(data, "model.system_prompt_file"), Problem: fmt.Sprintf("system_prompt_file: %v", err)}
 		}
 		c.Model.SystemPrompt = string(b)
 	}
@@ -147,21 +121,13 @@ func Load(path string) (Config, error) {
 }
 
 // Parse checks data (the contents of file) and fills in defaults. It does
-// not read system_prompt_file; Load does.
+// not read system_prompt_file; Load does. Every problem is a
+// *wire.ConfigError.
 func Parse(file string, data []byte) (Config, error) {
-	var doc map[string]any
-	if err := toml.Unmarshal(data, &doc); err != nil {
-		return Config{}, tomlError(file, err)
-	}
-	if err := checkKeys(file, data, "", doc); err != nil {
-		return Config{}, err
-	}
 	c := Config{Model: Model{MaxSteps: DefaultMaxSteps, ReplyTimeoutS: DefaultReplyTimeoutS,
 		IdleTimeoutS: DefaultIdleTimeoutS, EpochPercent: DefaultEpochPercent}}
-	dec := toml.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return Config{}, tomlError(file, err)
+	if err := wire.DecodeConfig(file, data, &c); err != nil {
+		return Config{}, err
 	}
 	if err := c.check(file, data); err != nil {
 		return Config{}, err
@@ -174,104 +140,31 @@ func Parse(file string, data []byte) (Config, error) {
 
 func (c *Config) check(file string, data []byte) error {
 	bad := func(key, problem string) error {
-		return &Error{File: file, Line: findKey(data, key), Problem: problem}
+		return &wire.ConfigError{File: file, Line: wire.ConfigKeyLine(data, key), Problem: problem}
 	}
 	switch {
 	case c.Paths.Home == "":
 		return bad("paths", "[paths] home is required")
 	case !filepath.IsAbs(c.Paths.Home):
-		return bad("home", "[paths] home must be an absolute path")
+		return bad("paths.home", "[paths] home must be an absolute path")
 	case c.Model.Socket == "":
 		return bad("model", "[model] socket (infer.sock) is required")
 	case c.Listen.Socket == "":
 		return bad("listen", "[listen] socket (loop.sock) is required")
 	case c.Model.NCtx < 0:
-		return bad("n_ctx", "[model] n_ctx must be positive (or left out to ask the server)")
+		return bad("model.n_ctx", "[model] n_ctx must be positive (or left out to ask the server)")
 	case c.Model.Slot < 0:
-		return bad("slot", "[model] slot must be 0 or more")
+		return bad("model.slot", "[model] slot must be 0 or more")
 	case c.Model.MaxSteps < 1:
-		return bad("max_steps", "[model] max_steps must be at least 1")
+		return bad("model.max_steps", "[model] max_steps must be at least 1")
 	case c.Model.ReplyTimeoutS < 1:
-		return bad("reply_timeout_s", "[model] reply_timeout_s must be at least 1")
+		return bad("model.reply_timeout_s", "[model] reply_timeout_s must be at least 1")
 	case c.Model.IdleTimeoutS < 1:
-		return bad("idle_timeout_s", "[model] idle_timeout_s must be at least 1")
+		return bad("model.idle_timeout_s", "[model] idle_timeout_s must be at least 1")
 	case c.Model.EpochPercent < 10 || c.Model.EpochPercent > 95:
-		return bad("epoch_percent", "[model] epoch_percent must be between 10 and 95")
+		return bad("model.epoch_percent", "[model] epoch_percent must be between 10 and 95")
 	case c.Model.SystemPrompt != "" && c.Model.SystemPromptFile != "":
-		return bad("system_prompt_file", "[model] system_prompt and system_prompt_file are exclusive")
+		return bad("model.system_prompt_file", "[model] system_prompt and system_prompt_file are exclusive")
 	}
 	return nil
-}
-
-// checkKeys refuses any key not in known, comparing exactly.
-func checkKeys(file string, data []byte, table string, doc map[string]any) error {
-	keys := make([]string, 0, len(doc))
-	for k := range doc {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		name := k
-		if table != "" {
-			name = table + "." + k
-		}
-		allowed, isTable := known[table]
-		if !isTable || !contains(allowed, k) {
-			return &Error{File: file, Line: findKey(data, k), Problem: fmt.Sprintf("unknown key %q", name)}
-		}
-		if table == "" {
-			sub, ok := doc[k].(map[string]any)
-			if !ok {
-				return &Error{File: file, Line: findKey(data, k), Problem: fmt.Sprintf("%q must be a table", k)}
-			}
-			if err := checkKeys(file, data, k, sub); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// findKey is the 1-based line that assigns key or opens table key, or 0.
-// The parsed map carries no positions; this only points at the right line.
-func findKey(data []byte, key string) int {
-	for i, line := range strings.Split(string(data), "\n") {
-		t := strings.TrimPrefix(strings.TrimSpace(line), "[")
-		for _, form := range []string{key, `"` + key + `"`, "'" + key + "'"} {
-			if rest, ok := strings.CutPrefix(t, form); ok {
-				rest = strings.TrimSpace(rest)
-				if strings.HasPrefix(rest, "=") || strings.HasPrefix(rest, "]") || strings.HasPrefix(rest, ".") {
-					return i + 1
-				}
-			}
-		}
-	}
-	return 0
-}
-
-func tomlError(file string, err error) error {
-	var de *toml.DecodeError
-	if errors.As(err, &de) {
-		row, _ := de.Position()
-		return &Error{File: file, Line: row, Problem: firstLine(de.Error())}
-	}
-	var sm *toml.StrictMissingError
-	if errors.As(err, &sm) && len(sm.Errors) > 0 {
-		return tomlError(file, &sm.Errors[0])
-	}
-	return &Error{File: file, Problem: firstLine(err.Error())}
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return strings.TrimPrefix(s, "toml: ")
 }

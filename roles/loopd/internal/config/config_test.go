@@ -1,10 +1,13 @@
 package config
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"boxmaker/wire"
 )
 
 const good = `[paths]
@@ -42,19 +45,20 @@ func TestParseRefuses(t *testing.T) {
 		{"unknown key", good + "\n[model2]\nx = 1\n", `loopd.toml:15: unknown key "model2"`},
 		{"unknown nested key", strings.Replace(good, "slot = 1", "slots = 1", 1), `loopd.toml:6: unknown key "model.slots"`},
 		{"case variant", strings.Replace(good, "home =", "Home =", 1), `loopd.toml:2: unknown key "paths.Home"`},
-		{"wrong type", strings.Replace(good, "slot = 1", `slot = "one"`, 1), "loopd.toml:6:"},
+		{"wrong type", strings.Replace(good, "slot = 1", `slot = "one"`, 1), `loopd.toml:6: "model.slot" must be an integer`},
 		{"not a table", "paths = 1\n", `loopd.toml:1: "paths" must be a table`},
-		{"syntax", "[paths\n", "loopd.toml:1:"},
-		{"missing home", strings.Replace(good, `home = "/var/lib/boxmaker"`, "", 1), "[paths] home is required"},
+		{"syntax", "[paths\n", "loopd.toml:1: expected ']' to close table name"},
+		{"missing home", strings.Replace(good, `home = "/var/lib/boxmaker"`, "", 1), "loopd.toml:1: [paths] home is required"},
 		{"relative home", strings.Replace(good, `home = "/var/lib/boxmaker"`, `home = "state"`, 1), "loopd.toml:2: [paths] home must be an absolute path"},
-		{"missing model socket", strings.Replace(good, `socket = "/var/lib/boxmaker/run/loop-infer/infer.sock"`, "", 1), "[model] socket"},
+		{"missing model socket", strings.Replace(good, `socket = "/var/lib/boxmaker/run/loop-infer/infer.sock"`, "", 1), "loopd.toml:4: [model] socket (infer.sock) is required"},
 		{"zero steps", strings.Replace(good, "max_steps = 8", "max_steps = 0", 1), "loopd.toml:7: [model] max_steps must be at least 1"},
-		{"both prompts", strings.Replace(good, "slot = 1", "slot = 1\nsystem_prompt = \"a\"\nsystem_prompt_file = \"b\"", 1), "exclusive"},
-		{"epoch percent", strings.Replace(good, "slot = 1", "slot = 1\nepoch_percent = 99", 1), "epoch_percent"},
+		{"both prompts", strings.Replace(good, "slot = 1", "slot = 1\nsystem_prompt = \"a\"\nsystem_prompt_file = \"b\"", 1), "loopd.toml:8: [model] system_prompt and system_prompt_file are exclusive"},
+		{"epoch percent", strings.Replace(good, "slot = 1", "slot = 1\nepoch_percent = 99", 1), "loopd.toml:7: [model] epoch_percent must be between 10 and 95"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("loopd.toml", []byte(tc.text))
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
+			var ce *wire.ConfigError
+			if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}
 		})
