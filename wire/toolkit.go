@@ -19,6 +19,18 @@ type ToolkitRequest struct {
 	Proxy *string `json:"proxy"`
 	// OutputBytes caps the content of the answer, in bytes.
 	OutputBytes int64 `json:"output_bytes"`
+	// Mounts are the host objects brokerd checked and mounted, by path in
+	// the container: the toolkit refuses to run unless each path is that
+	// very object (docs/decisions.md, "Mount sources").
+	Mounts []ToolkitMount `json:"mounts"`
+}
+
+// ToolkitMount is one mount as brokerd checked it on the host: the object
+// with this device and inode number, at Path.
+type ToolkitMount struct {
+	Path string `json:"path"`
+	Dev  uint64 `json:"dev"`
+	Ino  uint64 `json:"ino"`
 }
 
 // ToolkitResponse is the answer. Status is "result" or "failed"; Text is

@@ -57,6 +57,9 @@ func Main(name string, args []string, stdin io.Reader, stdout, stderr io.Writer)
 	if err != nil {
 		return answer(stdout, stderr, failed("toolkit: "+err.Error()), exitBadRequest)
 	}
+	if err := checkMounts(req.Mounts); err != nil {
+		return answer(stdout, stderr, failed(err.Error()), exitFailed)
+	}
 	res := run(req)
 	code := exitResult
 	if res.Status != "result" {

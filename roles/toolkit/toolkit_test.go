@@ -41,9 +41,9 @@ func TestBadRequestsAreFailedWithStatus2(t *testing.T) {
 	for name, in := range map[string]string{
 		"empty":          "",
 		"not json":       "hello\n",
-		"unknown member": `{"tool":"read_file","path":"/x","content":null,"command":null,"cwd":null,"url":null,"proxy":null,"output_bytes":10,"extra":1}` + "\n",
+		"unknown member": `{"tool":"read_file","path":"/x","content":null,"command":null,"cwd":null,"url":null,"proxy":null,"output_bytes":10,"mounts":[],"extra":1}` + "\n",
 		"missing member": `{"tool":"read_file","path":"/x"}` + "\n",
-		"zero cap":       `{"tool":"read_file","path":"/x","content":null,"command":null,"cwd":null,"url":null,"proxy":null,"output_bytes":0}` + "\n",
+		"zero cap":       `{"tool":"read_file","path":"/x","content":null,"command":null,"cwd":null,"url":null,"proxy":null,"output_bytes":0,"mounts":[]}` + "\n",
 	} {
 		res, code := callRaw(t, in)
 		if code != exitBadRequest || res.Status != "failed" || !strings.HasPrefix(res.Text, "toolkit: ") {

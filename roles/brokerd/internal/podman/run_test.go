@@ -40,7 +40,10 @@ func TestTools(t *testing.T) {
 	if got := content(t, res); got != strings.Repeat("é", 500) || !res.Response.(wire.ResultResponse).Truncated {
 		t.Errorf("capped read_file: %d bytes, %+v", len(got), res.Response)
 	}
-	if got := failure(t, call(t, r, grants, "read_file", `{"path":"`+read+`"}`)); got != "cannot read "+read+": it is a directory" {
+	// The grant path is the argument itself, so the mount is that object,
+	// and read_file mounts only a regular file there.
+	if got := failure(t, call(t, r, grants, "read_file", `{"path":"`+read+`"}`)); got != "podman: refused to mount "+read+
+		": it is not a regular file, and this tool mounts the file itself; see docs/runbook.md#mount-source-refused" {
 		t.Errorf("directory: %q", got)
 	}
 

@@ -17,8 +17,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/containers/podman/v5/libpod/define"
@@ -41,6 +43,13 @@ type Runtime struct {
 	// egressDir is where egress proxies make their socket directories;
 	// "" is the system's temporary directory.
 	egressDir string
+
+	// protected are boxmaker's own files and folders, which no mount may
+	// be, contain or lie inside (Protect).
+	protected atomic.Pointer[[]string]
+	// checked, when set (by tests), runs between checking a call's mount
+	// sources and creating its container.
+	checked func()
 
 	// reaping counts the goroutines that remove finished containers after
 	// their answer has gone back; Close waits for them.
@@ -75,6 +84,22 @@ func newRuntime(ctx context.Context, cfg Config, log io.Writer, scope string) (*
 	return r, nil
 }
 
+// Protect sets the paths no mount may be, contain or lie inside, however
+// reached: brokerd's grants directory, BOXMAKER_HOME, its config file, the
+// Podman service's socket and the like. brokerd serve calls it before it
+// serves; every later call is checked against the list at the time.
+func (r *Runtime) Protect(paths []string) {
+	p := slices.Clone(paths)
+	r.protected.Store(&p)
+}
+
+func (r *Runtime) protectedPaths() []string {
+	if p := r.protected.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // Close waits until every container of a finished call is removed.
 func (r *Runtime) Close() error {
 	r.reaping.Wait()
@@ -94,7 +119,17 @@ func (r *Runtime) Run(ctx context.Context, s *runner.RunSpec) (runner.Output, er
 	if !s.Valid() {
 		return runner.Output{}, runner.Failed("podman: refused a RunSpec that runner.Run did not build")
 	}
-	req, err := requestFor(s.Args(), r.cfg.OutputBytes)
+	// Every source is opened and checked before any container is made,
+	// and held until the call is over (mountsrc.go).
+	held, err := openSources(s, r.protectedPaths())
+	if err != nil {
+		return runner.Output{}, err
+	}
+	defer held.Close()
+	if r.checked != nil {
+		r.checked()
+	}
+	req, err := requestFor(s.Args(), r.cfg.OutputBytes, held.toolkitMounts())
 	if err != nil {
 		return runner.Output{}, runner.Failed(err.Error())
 	}

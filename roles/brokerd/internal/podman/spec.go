@@ -91,13 +91,15 @@ func specFor(cfg Config, c container) *specgen.SpecGenerator {
 	// inside the memory limit.
 	s.ReadWriteTmpfs = &t
 
+	// "bind", not "rbind": the grant's folder and nothing mounted below it
+	// on the host.
 	for _, m := range c.mounts {
 		mode := "ro"
 		if m.Writable {
 			mode = "rw"
 		}
 		s.Mounts = append(s.Mounts, spec.Mount{Destination: m.Path, Type: "bind", Source: m.Path,
-			Options: []string{"rbind", mode, "nosuid", "nodev"}})
+			Options: []string{"bind", mode, "nosuid", "nodev"}})
 	}
 	if c.egress != "" {
 		s.Mounts = append(s.Mounts, spec.Mount{Destination: egressPath, Type: "bind", Source: c.egress,

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"boxmaker/roles/brokerd/internal/runner/runnertest"
+	"boxmaker/wire"
 )
 
 var update = flag.Bool("update", false, "rewrite fixtures/podman and fixtures/toolkit from the cases in spec_test.go")
@@ -57,7 +58,13 @@ func TestGoldenSpecs(t *testing.T) {
 			return []byte("/TMP/boxmaker-egress-RANDOM/")
 		})
 		golden(t, filepath.Join("podman", tc.tool+".json"), append(b, '\n'))
-		req, err := requestFor(s.Args(), cfg.OutputBytes)
+		// The objects brokerd would have checked: made-up numbers, since
+		// the golden paths do not exist here.
+		var mounts []wire.ToolkitMount
+		for i, m := range s.Mounts() {
+			mounts = append(mounts, wire.ToolkitMount{Path: m.Path, Dev: 2049, Ino: uint64(1000 + i)})
+		}
+		req, err := requestFor(s.Args(), cfg.OutputBytes, mounts)
 		if err != nil {
 			t.Fatal(err)
 		}

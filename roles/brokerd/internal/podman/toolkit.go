@@ -17,9 +17,10 @@ type (
 	toolkitResponse = wire.ToolkitResponse
 )
 
-// requestFor is the request line for args, ending in "\n".
-func requestFor(args policy.Args, outputBytes int64) ([]byte, error) {
-	r := toolkitRequest{Tool: args.Tool().String(), OutputBytes: outputBytes}
+// requestFor is the request line for args, ending in "\n", with the mounts
+// the toolkit must find in place before it runs anything.
+func requestFor(args policy.Args, outputBytes int64, mounts []wire.ToolkitMount) ([]byte, error) {
+	r := toolkitRequest{Tool: args.Tool().String(), OutputBytes: outputBytes, Mounts: mounts}
 	switch a := args.(type) {
 	case policy.ReadFileArgs:
 		r.Path = &a.Path
