@@ -1,11 +1,18 @@
 package podman
 
 import (
+	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"boxmaker/policy"
+	"boxmaker/roles/brokerd/internal/runner"
+	"boxmaker/wire"
 )
 
 // chownTree gives a tree to the tools' user (65534), for a writable grant.
@@ -160,4 +167,72 @@ func TestMountSwappedBetweenCheckAndCreate(t *testing.T) {
 	if leftover := leftovers(t, r); len(leftover) != 0 {
 		t.Errorf("leftover containers: %v", leftover)
 	}
+}
+
+// TestSwapRaceWithConcurrentCall: one call's command swaps a folder back
+// and forth between the real one and a symlink to outside, as fast as it
+// can, while calls under a grant below it run. Each of those either reads
+// the real folder or is refused (by brokerd's check, or by the toolkit's
+// when the swap fell between check and mount); none ever reads outside.
+func TestSwapRaceWithConcurrentCall(t *testing.T) {
+	r := testRuntime(t, func(c *Config) { c.TimeoutMS = 20_000 })
+	outside := outsideDir(t)
+	x := hostDir(t, true, nil)
+	if err := os.MkdirAll(filepath.Join(x, "sub", "notes"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(x, "sub", "notes", "a.md"), []byte("real\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	chownTree(t, x)
+	writer := grantDir(t, map[string]string{"shell.toml": grant("shell", fmt.Sprintf("paths = [%q]", x))})
+	reader := grantDir(t, map[string]string{"read.toml": grant("read_file", fmt.Sprintf("paths = [%q]", x+"/sub/notes"))})
+
+	loop := fmt.Sprintf("while [ ! -e stop ]; do mv sub real && ln -s %s sub && sleep 0.05; rm sub && mv real sub && sleep 0.05; done; echo stopped", outside)
+	done := make(chan runner.Result, 1)
+	go func() { done <- callNoFatal(r, writer, "shell", `{"command":"`+loop+`","cwd":"`+x+`"}`) }()
+	defer func() {
+		os.WriteFile(filepath.Join(x, "stop"), nil, 0o644)
+		res := <-done
+		if got, ok := res.Response.(wire.ResultResponse); !ok || got.Content != "stopped\n" {
+			t.Errorf("the swapping call: %#v", res.Response)
+		}
+	}()
+	counts := map[string]int{}
+	for range 16 {
+		// Out of step with the swapping loop's period.
+		time.Sleep(time.Duration(rand.IntN(100)) * time.Millisecond)
+		res := call(t, r, reader, "read_file", `{"path":"`+x+`/sub/notes/a.md"}`)
+		switch resp := res.Response.(type) {
+		case wire.ResultResponse:
+			if resp.Content != "real\n" {
+				t.Fatalf("read outside the grant: %q", resp.Content)
+			}
+			counts["read the real folder"]++
+		case wire.FailedResponse:
+			switch {
+			case strings.Contains(resp.Message, "SECRET"):
+				t.Fatalf("read outside the grant: %q", resp.Message)
+			case strings.HasPrefix(resp.Message, "podman: refused to mount"):
+				counts["refused by brokerd"]++
+			case strings.HasPrefix(resp.Message, "toolkit: refused to run"):
+				counts["refused by the toolkit"]++
+			default:
+				counts["failed otherwise"]++ // the file missing mid-swap, say
+			}
+		}
+	}
+	t.Logf("outcomes: %v", counts)
+}
+
+// callNoFatal is call for a goroutine other than the test's.
+func callNoFatal(rt runner.Runtime, grants, tool, args string) runner.Result {
+	sid, _ := wire.NewSessionID("s-2")
+	d := policy.Decide(grants, wire.ToolRequest{Session: sid, Call: 1, Tool: tool, Arguments: args},
+		policy.State{Taint: wire.Private}, wire.Now())
+	res, err := runner.Run(context.Background(), d, rt)
+	if err != nil {
+		return runner.Result{Response: wire.FailedResponse{Message: err.Error()}}
+	}
+	return res
 }
