@@ -179,6 +179,8 @@ func openWhy(err error) string {
 		return "a component of the path is not a directory"
 	case errors.Is(err, unix.EXDEV):
 		return "a component of the path moved while it was being opened"
+	case errors.Is(err, unix.EACCES):
+		return "brokerd's user may not look up a component of the path (it needs search permission on each folder of it)"
 	case errors.Is(err, unix.ENOSYS):
 		return "this kernel has no openat2 (Linux 5.6 or later is needed to open paths safely)"
 	}
