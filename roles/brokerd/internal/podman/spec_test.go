@@ -130,6 +130,9 @@ func TestSpecInvariants(t *testing.T) {
 		var got []string
 		for _, m := range s.Mounts {
 			got = append(got, m.Source+"="+m.Destination+":"+m.Options[1])
+			if m.Options[0] != "bind" {
+				t.Errorf("%s: %s is mounted %q, not a non-recursive bind", tc.tool, m.Destination, m.Options[0])
+			}
 		}
 		if strings.Join(got, " ") != strings.Join(want, " ") || len(s.Volumes)+len(s.OverlayVolumes)+len(s.ImageVolumes) != 0 {
 			t.Errorf("%s: mounts %v, want %v", tc.tool, got, want)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -235,4 +236,26 @@ func callNoFatal(rt runner.Runtime, grants, tool, args string) runner.Result {
 		return runner.Result{Response: wire.FailedResponse{Message: err.Error()}}
 	}
 	return res
+}
+
+// TestBindIsNotRecursive: a granted folder comes without what is mounted
+// below it on the host ("bind", not "rbind").
+func TestBindIsNotRecursive(t *testing.T) {
+	r := testRuntime(t, nil)
+	x := hostDir(t, false, nil)
+	sub := filepath.Join(x, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", sub, "tmpfs", 0, "size=64k,mode=0755"); err != nil {
+		t.Fatalf("tmpfs (the tests run as root): %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(sub, syscall.MNT_DETACH) })
+	if err := os.WriteFile(filepath.Join(sub, "below.txt"), []byte("mounted below\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	grants := grantDir(t, map[string]string{"shell.toml": grant("shell", fmt.Sprintf("paths = [%q]", x))})
+	if got := content(t, call(t, r, grants, "shell", `{"command":"ls -A sub; echo end","cwd":"`+x+`"}`)); got != "end\n" {
+		t.Errorf("the container sees what is mounted below the grant: %q", got)
+	}
 }
