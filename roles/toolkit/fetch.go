@@ -74,8 +74,8 @@ func httpFetch(rawURL, proxy string, max int64) Response {
 	b.WriteString("\n")
 	// Header values come from the server: make them text too.
 	head := strings.ToValidUTF8(strings.ReplaceAll(b.String(), "\x00", ""), "\uFFFD")
-	text, truncated := body.text("content")
-	return result(head+text, truncated)
+	text, note := body.text("content")
+	return Response{Status: "result", Head: clip(head), Text: text, Tail: note}
 }
 
 // fetchError is err without the Go client's "Get \"url\": " prefix, which
