@@ -53,10 +53,13 @@ func (c *capture) text(what string) (content, note string) {
 	return string(b), ""
 }
 
-// clip cuts a note or a failure's message to wire.ToolkitNoteBytes, at a
-// character: brokerd refuses a longer one. Messages quote paths and URLs,
-// and a server's redirect can make a URL as long as it likes.
+// clip makes a note or a failure's message what brokerd takes: UTF-8
+// without NUL (a message can quote what a server sent, a certificate's
+// name say), and at most wire.ToolkitNoteBytes, cut at a character.
+// Messages quote paths and URLs, and a server's redirect can make a URL as
+// long as it likes.
 func clip(s string) string {
+	s = strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
 	if len(s) <= wire.ToolkitNoteBytes {
 		return s
 	}

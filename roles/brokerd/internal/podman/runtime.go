@@ -140,10 +140,10 @@ func (r *Runtime) run(ctx context.Context, c container, req request) (ans answer
 	created, err := containers.CreateWithSpec(conn, specFor(r.cfg, c), nil)
 	if err != nil {
 		// The service may have created it all the same (a timeout cut the
-		// answer short): remove it by name.
-		if rerr := r.removeNow(conn, c.name, nil); rerr != nil {
-			return answer{}, rerr
-		}
+		// answer short): remove it by name. It was never started, so
+		// nothing of the call runs whether or not that works (removeNow
+		// logs a failure, and the next start removes the leftover).
+		_ = r.removeNow(conn, c.name, nil)
 		if runCtx.Err() != nil {
 			return answer{}, r.stopped(ctx, timeout)
 		}
