@@ -216,10 +216,11 @@ func (r *Runtime) stopped(ctx context.Context, timeout time.Duration) error {
 }
 
 // removeNow removes the container (by id or name) and waits for its
-// attach stream, if any, to end. Podman removes a container only once
-// its processes are gone (runc kills them, and the cgroup cannot be
-// deleted while a task is in it), so a nil error means nothing the call
-// started is still running. An error says the container could not be
+// attach stream, if any, to end. Podman removes a running container only
+// after stopping it: runc kills the container's init, the kernel lets the
+// init of a PID namespace finish exiting only once every other process in
+// it is gone, and Podman waits for that exit. So a nil error means nothing
+// the call started is still running. An error says the container could not be
 // removed within removeTimeout; the call's result is then withheld, and
 // brokerd's next start removes the leftover.
 func (r *Runtime) removeNow(conn context.Context, id string, attached chan error) error {
