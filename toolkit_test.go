@@ -13,7 +13,7 @@ func TestToolkitIsAHiddenRole(t *testing.T) {
 	var out, errb bytes.Buffer
 	req := `{"tool":"shell","path":null,"content":null,"command":"echo hi","cwd":null,"url":null,"proxy":null,"output_bytes":100,"mounts":[]}` + "\n"
 	code := run([]string{"/bin/toolkit"}, strings.NewReader(req), &out, &errb)
-	if code != 0 || out.String() != `{"status":"result","text":"hi\n","truncated":false}`+"\n" {
+	if code != 0 || out.String() != `{"status":"result","head":"","text":"hi\n","tail":""}`+"\n" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
 	}
 	if role("toolkit") != nil {

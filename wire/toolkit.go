@@ -17,7 +17,9 @@ type ToolkitRequest struct {
 	// Proxy is the egress proxy's Unix socket inside the container
 	// (http_fetch only).
 	Proxy *string `json:"proxy"`
-	// OutputBytes caps the content of the answer, in bytes.
+	// OutputBytes caps the content of the answer (Text), in bytes. brokerd
+	// asks for a few bytes more than it passes on, so that it sees for
+	// itself whether the content was longer than its cap.
 	OutputBytes int64 `json:"output_bytes"`
 	// Mounts are the host objects brokerd checked and mounted, by path in
 	// the container: the toolkit refuses to run unless each path is that
@@ -33,10 +35,21 @@ type ToolkitMount struct {
 	Ino  uint64 `json:"ino"`
 }
 
-// ToolkitResponse is the answer. Status is "result" or "failed"; Text is
-// the content of a result or the message of a failure.
+// ToolkitResponse is the answer. Status is "result" or "failed". Text is
+// the content of a result (at most the request's OutputBytes, cut at a
+// character) or the message of a failure. Head and Tail are the toolkit's
+// own notes before and after a result's content (an HTTP status line, a
+// shell's exit status, what was withheld as binary); both are "" for a
+// failure. There is no truncated flag: brokerd decides that from the
+// length of Text (docs/decisions.md, "The toolkit's answer channel").
 type ToolkitResponse struct {
-	Status    string `json:"status"`
-	Text      string `json:"text"`
-	Truncated bool   `json:"truncated"`
+	Status string `json:"status"`
+	Head   string `json:"head"`
+	Text   string `json:"text"`
+	Tail   string `json:"tail"`
 }
+
+// ToolkitNoteBytes bounds a Head, a Tail and a failure's Text: brokerd
+// refuses an answer with a longer one, and the toolkit cuts its notes to
+// fit.
+const ToolkitNoteBytes = 16 << 10

@@ -72,10 +72,9 @@ func httpFetch(rawURL, proxy string, max int64) Response {
 		fmt.Fprintf(&b, "Content-Type: %s\n", ct)
 	}
 	b.WriteString("\n")
-	// Header values come from the server: make them text too.
-	head := strings.ToValidUTF8(strings.ReplaceAll(b.String(), "\x00", ""), "\uFFFD")
-	text, truncated := body.text("content")
-	return result(head+text, truncated)
+	// Header values come from the server: clip makes them text too.
+	text, note := body.text("content")
+	return Response{Status: "result", Head: clip(b.String()), Text: text, Tail: note}
 }
 
 // fetchError is err without the Go client's "Get \"url\": " prefix, which

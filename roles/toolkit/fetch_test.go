@@ -117,12 +117,12 @@ func TestHTTPFetchThroughSOCKS(t *testing.T) {
 		{"https://a.example.com/loop", "failed", "http_fetch: stopped after 5 redirects"},
 	} {
 		res, _ := call(t, Request{Tool: "http_fetch", URL: str(tc.url), Proxy: str(proxy.path), OutputBytes: 1000})
-		if res.Status != tc.status || !strings.HasPrefix(res.Text, tc.prefix) {
+		if got := res.Head + res.Text + res.Tail; res.Status != tc.status || !strings.HasPrefix(got, tc.prefix) {
 			t.Errorf("%s: %+v", tc.url, res)
 		}
 	}
 	res, _ := call(t, Request{Tool: "http_fetch", URL: str("https://a.example.com/hello"), Proxy: str(proxy.path), OutputBytes: 5})
-	if res.Status != "result" || !res.Truncated || !strings.HasSuffix(res.Text, "\n\nhello") {
+	if res.Status != "result" || res.Text != "hello" || !strings.HasSuffix(res.Head, "\n\n") {
 		t.Errorf("capped: %+v", res)
 	}
 	res, _ = call(t, Request{Tool: "http_fetch", URL: str("https://a.example.com/hello"), Proxy: str(filepath.Join(t.TempDir(), "none")), OutputBytes: 5})

@@ -35,8 +35,8 @@ func readFile(path string, max int64) Response {
 	if err != nil {
 		return failed(fmt.Sprintf("cannot read %s: %s", path, reason(err)))
 	}
-	text, truncated := c.text("file")
-	return result(text, truncated)
+	text, note := c.text("file")
+	return Response{Status: "result", Text: text, Tail: note}
 }
 
 // writeFile creates or replaces the file at path with content. It does not
@@ -56,7 +56,7 @@ func writeFile(path, content string) Response {
 	if err := errors.Join(werr, serr, cerr); err != nil {
 		return failed(fmt.Sprintf("cannot write %s: %s", path, reason(err)))
 	}
-	return result(fmt.Sprintf("wrote %d bytes to %s", len(content), path), false)
+	return result(fmt.Sprintf("wrote %d bytes to %s", len(content), path))
 }
 
 // reason is an error's cause without the path, which the message already

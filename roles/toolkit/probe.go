@@ -27,7 +27,7 @@ func probe() Response {
 	line("nonewprivs", status["NoNewPrivs"])
 	line("interfaces", interfaces())
 	line("rootfs", rootfsMode())
-	return result(b.String(), false)
+	return result(b.String())
 }
 
 // cgroupValue reads a limit from cgroup v2's unified file or cgroup v1's

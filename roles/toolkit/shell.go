@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -21,7 +20,8 @@ var shellEnv = []string{"PATH=/bin", "HOME=/tmp", "TMPDIR=/tmp", "LANG=C.UTF-8"}
 
 // shell runs command under /bin/sh in cwd (or /), with stdout and stderr
 // captured together, in the order written. The answer is a result whatever
-// the command's exit status, which ends the text when it is not 0: the
+// the command's exit status, which is the note after the text when it is
+// not 0: the
 // command ran, and its failure is information for the model. A wall-time
 // limit is brokerd's: it stops the container.
 func shell(command string, cwd *string, max int64) Response {
@@ -53,18 +53,16 @@ func shell(command string, cwd *string, max int64) Response {
 		}
 		return failed("cannot run /bin/sh: " + err.Error())
 	}
-	text, truncated := out.text("output")
-	var b strings.Builder
-	b.WriteString(text)
-	if status != "" && status != "exit status 0" {
-		if text != "" && !strings.HasSuffix(text, "\n") {
-			b.WriteByte('\n')
-		}
-		fmt.Fprintf(&b, "[%s]", status)
-	} else if text == "" {
-		b.WriteString("(no output)")
+	text, note := out.text("output")
+	switch {
+	case status != "" && status != "exit status 0":
+		note = joinNotes(note, "["+status+"]")
+	case text == "" && note == "":
+		note = "(no output)"
 	}
-	return result(b.String(), truncated)
+	// brokerd puts the notes on a line of their own after the text, once
+	// it has cut the text to its cap.
+	return Response{Status: "result", Text: text, Tail: note}
 }
 
 // exitStatus says how the shell ended: "exit status N" or "killed by

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"strings"
 	"unicode/utf8"
+
+	"boxmaker/wire"
 )
 
 // Results are text for the model. Bytes that are not UTF-8 text (a NUL, or
@@ -34,19 +37,49 @@ func readCapped(r io.Reader, max int64) (*capture, error) {
 	return c, err
 }
 
-// text says what the captured bytes are for the model: the text itself,
-// cut to a whole character if it was truncated, or, for anything that is
-// not text, what (a "file", "output" or "content") and how many bytes.
-func (c *capture) text(what string) (string, bool) {
+// text is the captured bytes as content for the model, cut to a whole
+// character if more came than were kept; or, for anything that is not
+// text, no content and a note saying what (a "file", "output" or
+// "content") was withheld and how many bytes it had. Whether the content
+// was cut is brokerd's to say: it asks for more than it passes on.
+func (c *capture) text(what string) (content, note string) {
 	b := c.buf.Bytes()
-	truncated := c.total > int64(len(b))
-	if truncated {
+	if c.total > int64(len(b)) {
 		b = trimPartialRune(b)
 	}
 	if !isText(b) {
-		return fmt.Sprintf("binary %s, %d bytes, not shown", what, c.total), false
+		return "", fmt.Sprintf("binary %s, %d bytes, not shown", what, c.total)
 	}
-	return string(b), truncated
+	return string(b), ""
+}
+
+// clip makes a note or a failure's message what brokerd takes: UTF-8
+// without NUL (a message can quote what a server sent, a certificate's
+// name say), and at most wire.ToolkitNoteBytes, cut at a character.
+// Messages quote paths and URLs, and a server's redirect can make a URL as
+// long as it likes.
+func clip(s string) string {
+	s = strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
+	if len(s) <= wire.ToolkitNoteBytes {
+		return s
+	}
+	const more = " [cut]"
+	return string(trimPartialRune([]byte(s[:wire.ToolkitNoteBytes-len(more)]))) + more
+}
+
+// joinNotes puts notes on lines of their own, skipping empty ones.
+func joinNotes(notes ...string) string {
+	var b strings.Builder
+	for _, n := range notes {
+		if n == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(n)
+	}
+	return b.String()
 }
 
 // isText reports whether b is valid UTF-8 without NUL bytes.

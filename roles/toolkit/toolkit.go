@@ -10,6 +10,7 @@
 //
 //   - stdin: one compact JSON Request, then "\n";
 //   - stdout: one compact JSON Response, then "\n", and nothing else;
+//     only the toolkit can write there (channel.go);
 //   - exit status: 0 for a result, 1 for a failed tool, 2 for a request that
 //     could not be read. brokerd reads the Response, not the status.
 //
@@ -49,6 +50,11 @@ const maxRequest = 4 << 20
 // empty: everything comes on stdin, so nothing of the request shows in the
 // container's process list or its Podman configuration.
 func Main(name string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// First of all, before any command of the tool's can exist: make the
+	// answer channel the toolkit's alone.
+	if err := protectChannel(); err != nil {
+		return answer(stdout, stderr, failed("toolkit: "+err.Error()), exitFailed)
+	}
 	if len(args) > 0 {
 		fmt.Fprintf(stderr, "%s: takes no arguments; it reads one request on stdin (it runs inside tool containers, started by brokerd)\n", name)
 		return exitBadRequest
@@ -125,11 +131,11 @@ func run(req Request) Response {
 	return probe()
 }
 
-func result(text string, truncated bool) Response {
-	return Response{Status: "result", Text: text, Truncated: truncated}
-}
+// result is an answer of content alone.
+func result(text string) Response { return Response{Status: "result", Text: text} }
 
-func failed(msg string) Response { return Response{Status: "failed", Text: msg} }
+// failed is a failure; its message is cut to what brokerd takes.
+func failed(msg string) Response { return Response{Status: "failed", Text: clip(msg)} }
 
 // answer writes res as the one line on stdout and returns code. If even
 // that fails there is nobody left to tell but stderr, which brokerd does

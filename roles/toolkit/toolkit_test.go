@@ -89,21 +89,20 @@ func TestReadFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		path, status, text string
-		max                int64
-		truncated          bool
+		path, status, text, tail string
+		max                      int64
 	}{
-		{text, "result", "hello, wörld\n", 100, false},
-		{bin, "result", "binary file, 5 bytes, not shown", 100, false},
-		{latin1, "result", "binary file, 4 bytes, not shown", 100, false},
-		{long, "result", "ééé", 7, true}, // cut inside the fourth é
-		{long, "result", strings.Repeat("é", 10), 20, false},
-		{dir, "failed", "cannot read " + dir + ": it is a directory", 100, false},
-		{filepath.Join(dir, "none"), "failed", "cannot read " + filepath.Join(dir, "none") + ": no such file or directory", 100, false},
-		{filepath.Join(dir, "link"), "failed", "cannot read " + filepath.Join(dir, "link") + ": no such file or directory", 100, false},
+		{text, "result", "hello, wörld\n", "", 100},
+		{bin, "result", "", "binary file, 5 bytes, not shown", 100},
+		{latin1, "result", "", "binary file, 4 bytes, not shown", 100},
+		{long, "result", "ééé", "", 7}, // cut inside the fourth é
+		{long, "result", strings.Repeat("é", 10), "", 20},
+		{dir, "failed", "cannot read " + dir + ": it is a directory", "", 100},
+		{filepath.Join(dir, "none"), "failed", "cannot read " + filepath.Join(dir, "none") + ": no such file or directory", "", 100},
+		{filepath.Join(dir, "link"), "failed", "cannot read " + filepath.Join(dir, "link") + ": no such file or directory", "", 100},
 	} {
 		res, _ := call(t, Request{Tool: "read_file", Path: str(tc.path), OutputBytes: tc.max})
-		if res != (Response{Status: tc.status, Text: tc.text, Truncated: tc.truncated}) {
+		if res != (Response{Status: tc.status, Text: tc.text, Tail: tc.tail}) {
 			t.Errorf("%s (max %d): %+v", tc.path, tc.max, res)
 		}
 	}
@@ -146,23 +145,23 @@ func TestShell(t *testing.T) {
 	}
 	dir := t.TempDir()
 	for _, tc := range []struct {
-		command   string
-		cwd       *string
-		max       int64
-		text      string
-		truncated bool
+		command    string
+		cwd        *string
+		max        int64
+		text, tail string
 	}{
-		{"echo out; echo err >&2", nil, 100, "out\nerr\n", false},
-		{"pwd", str(dir), 100, dir + "\n", false},
-		{"true", nil, 100, "(no output)", false},
-		{"printf x; exit 3", nil, 100, "x\n[exit status 3]", false},
-		{"kill -9 $$", nil, 100, "[killed by signal 9 (killed)]", false},
-		{"printf 'a\\000b'", nil, 100, "binary output, 3 bytes, not shown", false},
-		{"yes | head -c 100000", nil, 10, "y\ny\ny\ny\ny\n", true},
-		{"echo $PATH $HOME", nil, 100, "/bin /tmp\n", false},
+		{"echo out; echo err >&2", nil, 100, "out\nerr\n", ""},
+		{"pwd", str(dir), 100, dir + "\n", ""},
+		{"true", nil, 100, "", "(no output)"},
+		{"printf x; exit 3", nil, 100, "x", "[exit status 3]"},
+		{"kill -9 $$", nil, 100, "", "[killed by signal 9 (killed)]"},
+		{"printf 'a\\000b'", nil, 100, "", "binary output, 3 bytes, not shown"},
+		{"printf 'a\\000b'; exit 1", nil, 100, "", "binary output, 3 bytes, not shown\n[exit status 1]"},
+		{"yes | head -c 100000", nil, 10, "y\ny\ny\ny\ny\n", ""},
+		{"echo $PATH $HOME", nil, 100, "/bin /tmp\n", ""},
 	} {
 		res, code := call(t, Request{Tool: "shell", Command: str(tc.command), Cwd: tc.cwd, OutputBytes: tc.max})
-		if code != 0 || res != (Response{Status: "result", Text: tc.text, Truncated: tc.truncated}) {
+		if code != 0 || res != (Response{Status: "result", Text: tc.text, Tail: tc.tail}) {
 			t.Errorf("%q: %d %+v", tc.command, code, res)
 		}
 	}

@@ -97,7 +97,6 @@ func failure(t testing.TB, res runner.Result) string {
 // leftovers lists this process's containers on the service.
 func leftovers(t testing.TB, r *Runtime) []string {
 	t.Helper()
-	r.Close() // wait for the background removals
 	conn, err := r.connect(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,8 @@
 // RunSpec's mounts and nothing else of the host, no network (an http_fetch
 // gets its own egress proxy's socket), a read-only root, no capabilities,
 // an unprivileged user and limits on time, memory, tasks, open files and
-// output; it is removed after the call whatever happens.
+// output; it is removed after the call whatever happens, before the call
+// returns.
 //
 // The bindings are built with the tags in docs/decisions.md ("Podman build
 // tags"); the justfile sets them for every go command.
@@ -50,10 +51,6 @@ type Runtime struct {
 	// checked, when set (by tests), runs between checking a call's mount
 	// sources and creating its container.
 	checked func()
-
-	// reaping counts the goroutines that remove finished containers after
-	// their answer has gone back; Close waits for them.
-	reaping sync.WaitGroup
 }
 
 // removeTimeout bounds removing one container, after its call is over.
@@ -100,11 +97,9 @@ func (r *Runtime) protectedPaths() []string {
 	return nil
 }
 
-// Close waits until every container of a finished call is removed.
-func (r *Runtime) Close() error {
-	r.reaping.Wait()
-	return nil
-}
+// Close has nothing to wait for: every run removes its container before
+// it returns.
+func (r *Runtime) Close() error { return nil }
 
 type callKey struct{}
 
@@ -157,69 +152,91 @@ func (r *Runtime) Run(ctx context.Context, s *runner.RunSpec) (runner.Output, er
 		}
 		return runner.Output{}, runner.Failed(msg)
 	}
+	// Truncated is brokerd's own count (parseAnswer), not the toolkit's word.
 	return runner.Output{Content: ans.Text, Truncated: ans.Truncated}, nil
 }
 
 // run creates the container, attaches to it before starting it, sends the
-// request and reads the answer line. It returns as soon as the line is
-// complete: Podman 4.3 reports the exit status hundreds of milliseconds
-// after the process ends, and the answer does not need it. The container
-// is removed in the background, by a goroutine Close waits for.
-func (r *Runtime) run(ctx context.Context, c container, req []byte) (toolkitResponse, error) {
+// request and reads the answer line. It does not wait for Podman's exit
+// status (Podman 4.3 reports it hundreds of milliseconds after the process
+// ends, and the answer does not need it), but it returns only once the
+// container is removed, whatever happened: brokerd writes the session
+// state after Run returns, and nothing the call started may still run
+// then. The answer is checked (parseAnswer) over everything the container
+// wrote, up to its removal.
+func (r *Runtime) run(ctx context.Context, c container, req request) (ans answer, err error) {
 	timeout := time.Duration(r.cfg.TimeoutMS) * time.Millisecond
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	conn, err := r.connect(runCtx)
 	if err != nil {
-		return toolkitResponse{}, err
+		return answer{}, err
 	}
 	created, err := containers.CreateWithSpec(conn, specFor(r.cfg, c), nil)
 	if err != nil {
 		// The service may have created it all the same (a timeout cut the
-		// answer short): remove it by name.
-		r.reap(conn, c.name, nil)
+		// answer short): remove it by name. It was never started, so
+		// nothing of the call runs whether or not that works (removeNow
+		// logs a failure, and the next start removes the leftover).
+		_ = r.removeNow(conn, c.name, nil)
 		if runCtx.Err() != nil {
-			return toolkitResponse{}, r.stopped(ctx, timeout)
+			return answer{}, r.stopped(ctx, timeout)
 		}
-		return toolkitResponse{}, unavailable("cannot create the tool container", err)
+		return answer{}, unavailable("cannot create the tool container", err)
 	}
-	out := newAnswerBuffer(int(6*r.cfg.OutputBytes) + 64<<10) // JSON escaping at most sextuples text
+	out := newAnswerBuffer(req.answerLimit())
 	attached := make(chan error, 1)
 	ready := make(chan bool, 1)
 	// The attach goroutine ends when the container's output ends, which
-	// removing the container guarantees; reap waits for it.
-	go func() { attached <- containers.Attach(conn, created.ID, bytes.NewReader(req), out, nil, ready, nil) }()
-	// Remove whatever happens below, once the answer is in hand.
-	defer r.reap(conn, created.ID, attached)
+	// removing the container guarantees; removeNow waits for it.
+	go func() {
+		attached <- containers.Attach(conn, created.ID, bytes.NewReader(req.line), out, nil, ready, nil)
+	}()
+	// Remove whatever happens below, once (the answer path removes before
+	// it parses); a container that cannot be removed withholds the result.
+	removed := sync.OnceValue(func() error { return r.removeNow(conn, created.ID, attached) })
+	defer func() {
+		if rerr := removed(); rerr != nil {
+			ans, err = answer{}, rerr
+		}
+	}()
 
 	select {
 	case <-ready:
 	case err := <-attached:
-		attached <- err // for reap
-		return toolkitResponse{}, unavailable("cannot attach to the tool container", err)
+		attached <- err // for removeNow
+		return answer{}, unavailable("cannot attach to the tool container", err)
 	case <-runCtx.Done():
-		return toolkitResponse{}, r.stopped(ctx, timeout)
+		return answer{}, r.stopped(ctx, timeout)
 	}
 	if err := containers.Start(conn, created.ID, nil); err != nil {
 		if runCtx.Err() != nil {
-			return toolkitResponse{}, r.stopped(ctx, timeout)
+			return answer{}, r.stopped(ctx, timeout)
 		}
-		return toolkitResponse{}, unavailable("cannot start the tool container", err)
+		return answer{}, unavailable("cannot start the tool container", err)
 	}
 	select {
 	case <-out.done:
 	case err := <-attached:
 		attached <- err
 	case <-runCtx.Done():
-		return toolkitResponse{}, r.stopped(ctx, timeout)
+		return answer{}, r.stopped(ctx, timeout)
+	}
+	if b, over := out.bytes(); over {
+		return answer{}, runner.Failed(fmt.Sprintf("the tool's answer was longer than %d bytes and was cut off", out.limit))
+	} else if bytes.IndexByte(b, '\n') < 0 {
+		return answer{}, runner.Failed(r.why(conn, created.ID, errNoAnswer))
+	}
+	if err := removed(); err != nil {
+		return answer{}, err
 	}
 	b, over := out.bytes()
 	if over {
-		return toolkitResponse{}, runner.Failed(fmt.Sprintf("the tool's answer was longer than %d bytes and was cut off", out.limit))
+		return answer{}, runner.Failed(fmt.Sprintf("the tool's answer was longer than %d bytes and was cut off", out.limit))
 	}
-	ans, err := parseAnswer(b)
-	if err != nil {
-		return toolkitResponse{}, runner.Failed(r.why(conn, created.ID, err))
+	if ans, err = parseAnswer(b, req); err != nil {
+		fmt.Fprintf(r.log, "podman: refused the answer of tool container %s: %v; %s\n", short(created.ID), err, runbook.See("toolkit-answer-refused"))
+		return answer{}, runner.Failed(fmt.Sprintf("the tool's answer was refused (%v); nothing of it is used", err))
 	}
 	return ans, nil
 }
@@ -233,26 +250,32 @@ func (r *Runtime) stopped(ctx context.Context, timeout time.Duration) error {
 	return runner.Failed(fmt.Sprintf("the tool did not finish within %s and was stopped", timeout))
 }
 
-// reap removes the container (by id or name) and waits for its attach
-// stream, if any, to end, in a goroutine of its own that Close waits for.
-func (r *Runtime) reap(conn context.Context, id string, attached <-chan error) {
-	r.reaping.Add(1)
-	go func() {
-		defer r.reaping.Done()
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(conn), removeTimeout)
-		defer cancel()
-		if err := remove(ctx, id); err != nil {
-			fmt.Fprintf(r.log, "podman: removing tool container %s: %v (brokerd removes leftovers at its next start)\n", short(id), err)
-		}
-		if attached == nil {
-			return
-		}
-		select {
-		case <-attached:
-		case <-ctx.Done():
-			fmt.Fprintf(r.log, "podman: the output of tool container %s did not end after its removal\n", short(id))
-		}
-	}()
+// removeNow removes the container (by id or name) and waits for its
+// attach stream, if any, to end. Podman removes a running container only
+// after stopping it: runc kills the container's init, the kernel lets the
+// init of a PID namespace finish exiting only once every other process in
+// it is gone, and Podman waits for that exit. So a nil error means nothing
+// the call started is still running. An error says the container could not be
+// removed within removeTimeout; the call's result is then withheld, and
+// brokerd's next start removes the leftover.
+func (r *Runtime) removeNow(conn context.Context, id string, attached chan error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(conn), removeTimeout)
+	defer cancel()
+	if err := remove(ctx, id); err != nil {
+		fmt.Fprintf(r.log, "podman: removing tool container %s: %v; %s\n", short(id), err, runbook.See("tool-container-not-removed"))
+		return runner.Unavailable(fmt.Sprintf("podman: tool container %s could not be removed (%v), so its result is withheld; %s",
+			short(id), err, runbook.See("tool-container-not-removed")))
+	}
+	if attached == nil {
+		return nil
+	}
+	select {
+	case err := <-attached:
+		attached <- err // removeNow may be the second to read it
+	case <-ctx.Done():
+		fmt.Fprintf(r.log, "podman: the output of tool container %s did not end after its removal\n", short(id))
+	}
+	return nil
 }
 
 // remove kills and removes one container; one that is already gone is

@@ -68,9 +68,9 @@ func TestGoldenSpecs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		golden(t, filepath.Join("toolkit", "request-"+tc.tool+".json"), req)
+		golden(t, filepath.Join("toolkit", "request-"+tc.tool+".json"), req.line)
 	}
-	golden(t, filepath.Join("toolkit", "request-probe.json"), probeRequest())
+	golden(t, filepath.Join("toolkit", "request-probe.json"), probeRequest().line)
 }
 
 // golden compares got with fixtures/<name>, or rewrites it with -update.

@@ -17,10 +17,10 @@ type (
 	toolkitResponse = wire.ToolkitResponse
 )
 
-// requestFor is the request line for args, ending in "\n", with the mounts
-// the toolkit must find in place before it runs anything.
-func requestFor(args policy.Args, outputBytes int64, mounts []wire.ToolkitMount) ([]byte, error) {
-	r := toolkitRequest{Tool: args.Tool().String(), OutputBytes: outputBytes, Mounts: mounts}
+// requestFor is the request for args, its line ending in "\n", with the
+// mounts the toolkit must find in place before it runs anything.
+func requestFor(args policy.Args, outputBytes int64, mounts []wire.ToolkitMount) (request, error) {
+	r := toolkitRequest{Tool: args.Tool().String(), OutputBytes: askFor(outputBytes), Mounts: mounts}
 	switch a := args.(type) {
 	case policy.ReadFileArgs:
 		r.Path = &a.Path
@@ -32,15 +32,17 @@ func requestFor(args policy.Args, outputBytes int64, mounts []wire.ToolkitMount)
 		proxy := egressPath
 		r.URL, r.Proxy = &a.URL, &proxy
 	default:
-		return nil, fmt.Errorf("podman: no toolkit request for %T", args)
+		return request{}, fmt.Errorf("podman: no toolkit request for %T", args)
 	}
-	return line(r)
+	b, err := line(r)
+	return request{line: b, cap: outputBytes}, err
 }
 
 // probeRequest asks the toolkit what limits it sees.
-func probeRequest() []byte {
-	b, _ := line(toolkitRequest{Tool: "probe", OutputBytes: 4096})
-	return b
+func probeRequest() request {
+	const cap = 4096
+	b, _ := line(toolkitRequest{Tool: "probe", OutputBytes: askFor(cap)})
+	return request{line: b, cap: cap}
 }
 
 func line(r toolkitRequest) ([]byte, error) {
@@ -51,28 +53,10 @@ func line(r toolkitRequest) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// errNoAnswer is a toolkit that ended without a whole answer line.
-var errNoAnswer = errors.New("no answer")
-
-// parseAnswer reads the toolkit's one answer line.
-func parseAnswer(out []byte) (toolkitResponse, error) {
-	line, rest, ok := bytes.Cut(out, []byte("\n"))
-	if !ok || len(rest) > 0 || len(line) == 0 {
-		return toolkitResponse{}, errNoAnswer
-	}
-	var r toolkitResponse
-	if err := wire.Unmarshal(line, &r); err != nil {
-		return toolkitResponse{}, fmt.Errorf("an answer that does not parse: %w", err)
-	}
-	if r.Status != "result" && r.Status != "failed" {
-		return toolkitResponse{}, fmt.Errorf("an answer with status %q", r.Status)
-	}
-	return r, nil
-}
-
 // answerBuffer collects the container's stdout up to a limit, and says
 // when a whole line has arrived: the answer is complete then, and brokerd
-// need not wait for the container to end.
+// need not wait for the toolkit to end (it does wait for the container to
+// be removed; see run).
 type answerBuffer struct {
 	limit int
 	mu    sync.Mutex

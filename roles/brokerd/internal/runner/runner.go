@@ -54,7 +54,10 @@ type Output struct {
 }
 
 // Runtime runs one spec. It returns an *Error for a tool that failed or
-// could not run.
+// could not run. Run returns only once nothing the run started is still
+// running (the Podman runtime: its container is removed): brokerd writes
+// the session state after Run returns (M3a §5, "Write order"), and
+// nothing of the call may race that write or outlive the call.
 type Runtime interface {
 	Run(ctx context.Context, spec *RunSpec) (Output, error)
 }
