@@ -16,10 +16,31 @@ import (
 // the same size, on the same disk, measured in the same run. x-bare is the
 // writer's records per second over the bare loop's.
 
-func BenchmarkAppend1(b *testing.B)  { benchAppend(b, 1) }
-func BenchmarkAppend32(b *testing.B) { benchAppend(b, 32) }
+func BenchmarkAppend1(b *testing.B)  { benchAppend(b, 1, false) }
+func BenchmarkAppend32(b *testing.B) { benchAppend(b, 32, false) }
 
-func benchAppend(b *testing.B, writers int) {
+// The same with the head kept (head.go), as brokerd runs it.
+func BenchmarkAppend1Head(b *testing.B)  { benchAppend(b, 1, true) }
+func BenchmarkAppend32Head(b *testing.B) { benchAppend(b, 32, true) }
+
+// BenchmarkHeadWrite is what keeping the head adds to each commit: encoding
+// the head and one pwrite, with no sync.
+func BenchmarkHeadWrite(b *testing.B) {
+	dir := benchDir(b)
+	w, _, err := Open(filepath.Join(dir, "audit"), Options{HeadFile: filepath.Join(dir, "broker", "audit-head")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	b.ResetTimer()
+	for range b.N {
+		if err := w.writeHead(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchAppend(b *testing.B, writers int, head bool) {
 	dir := benchDir(b)
 	ev := decision("chat-1758", 41, wire.OutcomeAllowed{})
 	evb, err := wire.Marshal(ev)
@@ -35,7 +56,11 @@ func benchAppend(b *testing.B, writers int) {
 		b.Fatal(err)
 	}
 	defer bare.Close()
-	w, _, err := Open(filepath.Join(dir, "audit"), Options{})
+	var opts Options
+	if head {
+		opts.HeadFile = filepath.Join(dir, "broker", "audit-head")
+	}
+	w, _, err := Open(filepath.Join(dir, "audit"), opts)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 // reports), the whole log is verified, so startup and bxctl agree on every
 // failure and every accepted break. It also makes the newest file the one
 // the writer appends to.
-func (w *Writer) check(full bool) (ChainReport, bool, error) {
+func (w *Writer) check(full bool, watch *uint64) (ChainReport, bool, error) {
 	names, err := logNames(w.dir)
 	if err != nil {
 		return ChainReport{}, false, fmt.Errorf("audit: %w", err)
@@ -23,12 +23,15 @@ func (w *Writer) check(full bool) (ChainReport, bool, error) {
 		w.name = names[len(names)-1]
 	}
 	if !full {
-		rep, ok, err := w.quickCheck(names)
-		if err != nil || ok && rep.Failure == nil {
+		rep, ok, err := w.quickCheck(names, watch)
+		// The record the head names is older than the lines the quick
+		// check read: only the whole log can say whether it is there.
+		older := watch != nil && rep.watched == nil && *watch < rep.NextSeq
+		if err != nil || ok && rep.Failure == nil && !older {
 			return rep, false, err
 		}
 	}
-	rep, err := VerifyDir(w.dir)
+	rep, err := verifyDir(w.dir, watch)
 	return rep, true, err
 }
 
@@ -37,7 +40,7 @@ func (w *Writer) check(full bool) (ChainReport, bool, error) {
 // point to resume from: two, because the newest file may open with the
 // Recovery record for the torn last line of the file before. ok is false if
 // there is no such line.
-func (w *Writer) quickCheck(names []string) (rep ChainReport, ok bool, err error) {
+func (w *Writer) quickCheck(names []string, watch *uint64) (rep ChainReport, ok bool, err error) {
 	latest := -1
 	for i := len(names) - 1; i >= 0 && latest < 0; i-- {
 		st, err := os.Stat(filepath.Join(w.dir, names[i]))
@@ -49,13 +52,13 @@ func (w *Writer) quickCheck(names []string) (rep ChainReport, ok bool, err error
 		}
 	}
 	if latest < 0 {
-		return NewChainVerifier().Finish(), true, nil
+		return NewChainVerifier().Finish(), true, nil // nothing to watch for, either
 	}
 	tail, err := lastLines(w.dir, names[:latest], 2)
 	if err != nil {
 		return rep, false, err
 	}
-	v := resumeFrom(tail)
+	v := resumeFrom(tail, watch)
 	if v == nil {
 		return rep, false, nil
 	}
@@ -67,9 +70,13 @@ func (w *Writer) quickCheck(names []string) (rep ChainReport, ok bool, err error
 
 // resumeFrom makes a verifier that has seen the lines of tail, trusting the
 // first that parses; nil if none does. With no lines, the log starts afresh.
-func resumeFrom(tail []tailLine) *ChainVerifier {
+func resumeFrom(tail []tailLine, watch *uint64) *ChainVerifier {
 	if len(tail) == 0 {
-		return NewChainVerifier()
+		v := NewChainVerifier()
+		if watch != nil {
+			v.watchSeq(*watch)
+		}
+		return v
 	}
 	for i, l := range tail {
 		var r lineRec
@@ -78,6 +85,9 @@ func resumeFrom(tail []tailLine) *ChainVerifier {
 			continue
 		}
 		v := ResumeChainVerifier(r.seq, r.prevHash)
+		if watch != nil {
+			v.watchSeq(*watch)
+		}
 		// Locations in these files are counted from the first line fed, not
 		// from the top of the file; they matter only in a report that is
 		// not clean, which check throws away.

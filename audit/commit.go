@@ -51,6 +51,10 @@ func (w *Writer) flush(reqs []*request) {
 			w.fail(unavailable("writing "+w.name, err))
 		} else if err := w.f.Sync(); err != nil {
 			w.fail(unavailable("syncing "+w.name, err))
+		} else if err := w.writeHead(); err != nil {
+			// The records are durable, but a head that stopped moving would
+			// let the log be cut back to it unnoticed: fail closed.
+			w.fail(unavailable("writing the head "+w.headPath, err))
 		}
 	}
 	w.buf = w.buf[:0]
@@ -61,6 +65,19 @@ func (w *Writer) flush(reqs []*request) {
 		}
 		close(r.done)
 	}
+}
+
+// writeHead records the last line written as the head, once its sync has
+// returned: one pwrite of a fixed-size record, not synced (head.go says why
+// that can only lag). Before startup has made the head durable, it does
+// nothing.
+func (w *Writer) writeHead() error {
+	if w.headF == nil {
+		return nil
+	}
+	w.headBuf = appendHead(w.headBuf[:0], Head{Next: w.seq, Hash: w.head})
+	_, err := w.headF.WriteAt(w.headBuf, 0)
+	return err
 }
 
 // switchTo makes name the file records go to: the newest existing file, or a

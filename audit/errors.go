@@ -14,7 +14,11 @@ var (
 	ErrAlreadyRunning = errors.New("brokerd is already running")
 	// ErrChainBroken: startup found a chain failure; see BrokenError.
 	ErrChainBroken = errors.New("audit: the chain is broken")
-	// ErrNothingToAccept: AcceptBreak was asked for but the chain is intact.
+	// ErrHeadMismatch: the log does not hold the last record the head kept
+	// outside it names, or the head is missing or damaged; see HeadError.
+	ErrHeadMismatch = errors.New("audit: the log does not hold its head")
+	// ErrNothingToAccept: AcceptBreak was asked for, but the chain is intact
+	// and the log holds its head.
 	ErrNothingToAccept = errors.New("nothing to accept")
 	// ErrUnavailable: a write or sync failed; this and every later Append
 	// fail, and the broker answers audit_unavailable.

@@ -97,6 +97,22 @@ var fixCases = []fixCase{
 		appendT(t, w, decision("chat-1", 7, wire.OutcomeAllowed{}))
 		closeT(t, w)
 	}, ""},
+	{"accepted-head", func(t *testing.T, dir string) {
+		// The last two records cut off: the rest still verifies, but not
+		// against the head, and startup with AcceptBreak records that.
+		fixBase(t, dir)
+		rep := verifyOK(t, dir)
+		f, err := createHead(filepath.Join(filepath.Dir(dir), "broker", "audit-head"), Head{Next: rep.NextSeq, Hash: *rep.Head})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		editLines(t, dir, fixDay3, func(l []string) []string { return l[:len(l)-2] })
+		c := newClock(fixDays[2].Add(time.Hour))
+		w, _ := openT(t, dir, c, Options{AcceptBreak: true, HeadFile: filepath.Join(filepath.Dir(dir), "broker", "audit-head")})
+		appendT(t, w, decision("chat-1", 7, wire.OutcomeAllowed{}))
+		closeT(t, w)
+	}, ""},
 	{"break-wrong-line", func(t *testing.T, dir string) {
 		changedByte(t, dir)
 		rep, err := VerifyDir(dir)

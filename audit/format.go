@@ -28,6 +28,9 @@ func FormatReport(w io.Writer, rep ChainReport) (bool, error) {
 	for _, l := range rep.AcceptedBreaks {
 		fmt.Fprintf(&b, "accepted break: %s\n", l)
 	}
+	for _, l := range rep.AcceptedHeads {
+		fmt.Fprintf(&b, "accepted head: %s\n", l)
+	}
 	for _, seq := range rep.Abandoned {
 		fmt.Fprintf(&b, "abandoned approval: %d\n", seq)
 	}

@@ -77,7 +77,7 @@ func randOutcome(rng *rand.Rand) wire.DecisionRecord {
 func randClass(rng *rand.Rand) wire.DataClass { return wire.DataClass(1 + rng.IntN(3)) }
 
 func randEvent(rng *rand.Rand) wire.AuditEvent {
-	switch rng.IntN(5) {
+	switch rng.IntN(6) {
 	case 0:
 		var gh *wire.Hash32
 		if rng.IntN(2) == 0 {
@@ -97,6 +97,13 @@ func randEvent(rng *rand.Rand) wire.AuditEvent {
 			Truncated: rng.IntN(2) == 0, Bytes: randUint(rng), Sha256: randHash(rng), TaintAfter: randClass(rng)}
 	case 3:
 		return wire.RecoveryEvent{TornBytes: randUint(rng), TornSha256: randHash(rng)}
+	case 4:
+		ev := wire.AcceptedHeadEvent{Problem: wire.HeadProblem(1 + rng.IntN(4))}
+		if rng.IntN(3) > 0 {
+			n, h := randUint(rng), randHash(rng)
+			ev.HeadSeq, ev.HeadSha256 = &n, &h
+		}
+		return ev
 	}
 	return wire.AcceptedBreakEvent{File: randString(rng, 20), Line: randUint(rng), LastGood: randHash(rng)}
 }

@@ -24,6 +24,9 @@ type StartupReport struct {
 	// Accepted is the failure that the AcceptedBreak record startup wrote
 	// accepts.
 	Accepted *ChainFailure
+	// AcceptedHead is the disagreement with the head that the AcceptedHead
+	// record startup wrote accepts.
+	AcceptedHead *HeadError
 	// NextSeq is the seq the next record gets.
 	NextSeq uint64
 }
@@ -37,6 +40,9 @@ func (r StartupReport) Lines() []string {
 	if f := r.Accepted; f != nil {
 		out = append(out, fmt.Sprintf("audit: accepted the break at %s: %s", f.Location, wire.Printable(f.What)))
 	}
+	if h := r.AcceptedHead; h != nil {
+		out = append(out, "audit: accepted a log that does not hold its head: "+wire.Printable(h.What))
+	}
 	return out
 }
 
@@ -45,9 +51,13 @@ func (r StartupReport) Lines() []string {
 // (2) verify the newest file, resumed from the lines before it; (3) complete
 // a torn final line and append a Recovery record; (4) refuse a broken chain,
 // or with opts.AcceptBreak append an AcceptedBreak record for it; (5) refuse
-// AcceptBreak when there is nothing to accept. Errors match ErrAlreadyRunning,
-// ErrChainBroken (a *BrokenError), ErrNothingToAccept and ErrUnavailable with
-// errors.Is; their text ends with the runbook entry to read.
+// AcceptBreak when there is nothing to accept. With opts.HeadFile it also
+// refuses, before writing anything, a log that does not hold the head kept
+// there (or AcceptBreak appends an AcceptedHead record for it), and makes
+// the head durable before it returns. Errors match ErrAlreadyRunning,
+// ErrChainBroken (a *BrokenError), ErrHeadMismatch (a *HeadError),
+// ErrNothingToAccept and ErrUnavailable with errors.Is; their text ends with
+// the runbook entry to read.
 func Open(dir string, opts Options) (*Writer, StartupReport, error) {
 	if err := makeDir(dir); err != nil {
 		return nil, StartupReport{}, err
@@ -56,7 +66,7 @@ func Open(dir string, opts Options) (*Writer, StartupReport, error) {
 	if err != nil {
 		return nil, StartupReport{}, err
 	}
-	w := &Writer{dir: dir, now: opts.Now, open: opts.OpenFile, lock: lock,
+	w := &Writer{dir: dir, now: opts.Now, open: opts.OpenFile, lock: lock, headPath: opts.HeadFile,
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	if w.now == nil {
 		w.now = time.Now
@@ -88,12 +98,32 @@ func makeDir(dir string) error {
 }
 
 // startup runs steps 2 to 5 with the lock held and the committer not yet
-// started, so it commits its own records.
+// started, so it commits its own records; then it makes the head durable.
 func (w *Writer) startup(accept bool) (StartupReport, error) {
 	var out StartupReport
-	rep, full, err := w.check(accept)
+	head, headErr, err := w.readHead()
 	if err != nil {
 		return out, err
+	}
+	var watch *uint64
+	if head != nil && head.Next > 0 {
+		seq := head.Next - 1
+		watch = &seq
+	}
+	rep, full, err := w.check(accept, watch)
+	if err != nil {
+		return out, err
+	}
+	if headErr, err = w.judgeHead(head, headErr, rep); err != nil {
+		return out, err
+	}
+	// A log that does not hold its head is not appended to, not even a
+	// Recovery record, unless the owner said so.
+	if headErr != nil && !accept {
+		if f := rep.Failure; f != nil {
+			return out, errors.Join(&BrokenError{Failure: *f}, headErr)
+		}
+		return out, headErr
 	}
 	if t := rep.TornTail; t != nil {
 		if err := w.recoverTorn(rep); err != nil {
@@ -103,7 +133,7 @@ func (w *Writer) startup(accept bool) (StartupReport, error) {
 		out.Recovered = &loc
 		// Check again: the report must now describe the log as it is, with
 		// the Recovery record in it.
-		if rep, full, err = w.check(accept); err != nil {
+		if rep, full, err = w.check(accept, nil); err != nil {
 			return out, err
 		}
 		if rep.TornTail != nil {
@@ -124,7 +154,7 @@ func (w *Writer) startup(accept bool) (StartupReport, error) {
 		}
 		acc := *f
 		out.Accepted = &acc
-	case accept:
+	case accept && headErr == nil:
 		return out, errNothingToAccept
 	default:
 		w.seq = rep.NextSeq
@@ -132,8 +162,14 @@ func (w *Writer) startup(accept bool) (StartupReport, error) {
 			w.head = *rep.Head
 		}
 	}
+	if headErr != nil {
+		if err := w.appendNow(headErr.event()); err != nil {
+			return out, err
+		}
+		out.AcceptedHead = headErr
+	}
 	out.NextSeq = w.seq
-	return out, nil
+	return out, w.startHead()
 }
 
 // recoverTorn ends the torn line with a newline (keeping every byte of it)

@@ -24,10 +24,11 @@ const (
 	evResult
 	evRecovery
 	evBreak
+	evHead
 )
 
 // eventNames are the "type" tags, in eventKind order from index 0.
-var eventNames = []string{"decision", "approval", "result", "recovery", "accepted_break"}
+var eventNames = []string{"decision", "approval", "result", "recovery", "accepted_break", "accepted_head"}
 
 // Outcome tags, in order; outcomeAsk is what the verifier watches for.
 var outcomeNames = []string{"allowed", "ask", "denied"}
@@ -44,6 +45,7 @@ var (
 	classNames      = enumNames[wire.DataClass]()
 	answerNames     = enumNames[wire.ApprovalAnswer]()
 	statusNames     = enumNames[wire.ResultStatus]()
+	problemNames    = enumNames[wire.HeadProblem]()
 )
 
 func enumNames[T interface {
@@ -78,8 +80,8 @@ type lineRec struct {
 	session  []byte
 	call     uint64
 	outcome  int
-	n        uint64 // Recovery.torn_bytes, AcceptedBreak.line, Result.bytes
-	hash     []byte // hex of torn_sha256, last_good, sha256 or grant_sha256 (nil if null)
+	n        uint64 // Recovery.torn_bytes, AcceptedBreak.line, Result.bytes, AcceptedHead.head_seq
+	hash     []byte // hex of torn_sha256, last_good, sha256, grant_sha256 or head_sha256 (nil if null)
 	file     string // AcceptedBreak.file
 
 	x *lineExtra // the rest, which only the tests read
@@ -94,6 +96,7 @@ type lineExtra struct {
 	enum3                int // taint_after
 	untrusted, truncated bool
 	strs                 [3]span // tool, arguments, grant; by, post, reason
+	nullN                bool    // AcceptedHead.head_seq is null
 }
 
 // parser is one goroutine's parsing state.
@@ -141,6 +144,15 @@ func (d *parser) parseFast(b []byte, r *lineRec) bool {
 		r.n, i = num(b, i)
 		i = lit(b, i, `,"last_good":`)
 		i = hashField(b, i, r, false)
+	case evHead:
+		i = lit(b, i, `,"problem":`)
+		r.x.enum1, i = enum(b, i, problemNames)
+		i = lit(b, i, `,"head_seq":`)
+		if r.x.nullN, i = null(b, i); !r.x.nullN {
+			r.n, i = num(b, i)
+		}
+		i = lit(b, i, `,"head_sha256":`)
+		i = hashField(b, i, r, true)
 	}
 	return lit(b, i, "}}") == len(b)
 }
@@ -333,6 +345,8 @@ func fromRecord(rec *wire.AuditRecord, r *lineRec) {
 		r.kind, r.n, r.hash = evRecovery, ev.TornBytes, hexOf(ev.TornSha256)
 	case wire.AcceptedBreakEvent:
 		r.kind, r.n, r.file, r.hash = evBreak, ev.Line, ev.File, hexOf(ev.LastGood)
+	case wire.AcceptedHeadEvent:
+		r.kind = evHead
 	}
 }
 

@@ -52,6 +52,16 @@ func toRecord(b []byte, r *lineRec) wire.AuditRecord {
 		rec.Event = wire.RecoveryEvent{TornBytes: r.n, TornSha256: h}
 	case evBreak:
 		rec.Event = wire.AcceptedBreakEvent{File: r.file, Line: r.n, LastGood: h}
+	case evHead:
+		ev := wire.AcceptedHeadEvent{Problem: wire.HeadProblem(r.x.enum1 + 1)}
+		if !r.x.nullN {
+			n := r.n
+			ev.HeadSeq = &n
+		}
+		if r.hash != nil {
+			ev.HeadSha256 = &h
+		}
+		rec.Event = ev
 	}
 	return rec
 }

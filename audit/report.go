@@ -43,6 +43,9 @@ type ChainReport struct {
 	Recoveries []Location
 	// AcceptedBreaks are the failures that an AcceptedBreak record accepted.
 	AcceptedBreaks []Location
+	// AcceptedHeads are AcceptedHead records: startups that went on with a
+	// log that did not hold the head brokerd had kept outside it.
+	AcceptedHeads []Location
 	// Abandoned holds the seq of every Ask decision with no later Approval for
 	// the same session and call.
 	Abandoned []uint64
@@ -56,6 +59,14 @@ type ChainReport struct {
 	torn tornInfo
 	brk  breakInfo
 	slow uint64 // lines parseFast refused and wire.Unmarshal accepted: a parseFast bug
+	// watched is the record with the seq the verifier was asked to watch,
+	// if the chain holds one.
+	watched *watched
+}
+
+type watched struct {
+	loc  Location
+	hash wire.Hash32
 }
 
 // tornInfo describes the torn tail and where a Recovery record for it chains

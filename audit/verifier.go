@@ -47,6 +47,9 @@ type ChainVerifier struct {
 
 	asks map[string]uint64 // session/call of each Ask decision not yet approved
 	rep  ChainReport
+
+	watch    uint64 // the seq whose record's hash startup compares with the head
+	watching bool
 }
 
 // verdict is a line judged but not yet applied to the state.
@@ -66,6 +69,7 @@ type verdict struct {
 	key      []byte // session and call of an Ask decision or an Approval
 	fail     string // why it breaks an intact chain, if it does
 	accepts  bool   // an AcceptedBreak accepting the current failure
+	head     bool   // an AcceptedHead record
 }
 
 // NewChainVerifier expects the first record ever: seq 0, prev all zeros.
@@ -79,6 +83,12 @@ func ResumeChainVerifier(nextSeq uint64, prev wire.Hash32) *ChainVerifier {
 	v := NewChainVerifier()
 	v.expSeq, v.prevHash, v.haveHead, v.lastHash = nextSeq, prev, true, prev
 	return v
+}
+
+// watchSeq makes the report say where the record with this seq is and what
+// it hashes to, if it is part of the chain.
+func (v *ChainVerifier) watchSeq(seq uint64) {
+	v.watch, v.watching = seq, true
 }
 
 // File starts the next file; name is its base name.
@@ -153,6 +163,8 @@ func (v *ChainVerifier) judge(loc Location, l *prepared, newline, lastInFile boo
 		p.ask, p.key = true, appendKey(p.key, r.session, r.call)
 	case r.kind == evApproval:
 		p.key = appendKey(p.key, r.session, r.call)
+	case r.kind == evHead:
+		p.head = true
 	}
 }
 
@@ -208,6 +220,9 @@ func (v *ChainVerifier) commit() {
 			v.rep.ClockWarnings = append(v.rep.ClockWarnings, p.loc)
 		}
 		v.advance(p)
+		if p.head {
+			v.rep.AcceptedHeads = append(v.rep.AcceptedHeads, p.loc)
+		}
 		switch {
 		case p.ask:
 			v.asks[string(p.key)] = p.seq
@@ -219,6 +234,9 @@ func (v *ChainVerifier) commit() {
 
 // advance makes the pending line the head of the chain.
 func (v *ChainVerifier) advance(p *verdict) {
+	if v.watching && p.seq == v.watch {
+		v.rep.watched = &watched{loc: p.loc, hash: p.hash}
+	}
 	v.rep.Records++
 	v.prevHash, v.expSeq, v.haveHead = p.hash, p.seq+1, true
 	v.lastTime, v.haveTime = p.time, true

@@ -16,8 +16,13 @@ type Options struct {
 	// Now stamps records; time.Now if nil. Tests move it across midnight.
 	Now func() time.Time
 	// AcceptBreak makes startup append an AcceptedBreak record for a chain
-	// failure instead of refusing to start (brokerd serve --accept-break).
+	// failure, and an AcceptedHead record for a log that does not hold the
+	// head, instead of refusing to start (brokerd serve --accept-break).
 	AcceptBreak bool
+	// HeadFile is where the writer keeps the head (head.go), outside dir;
+	// brokerd's is <home>/broker/audit-head. Empty: no head is kept or
+	// checked (tests of the log alone).
+	HeadFile string
 	// OpenFile opens log files and the directory for syncing. If nil, it
 	// is os.OpenFile, with log files opened for writing syncing by
 	// fdatasync (file.go). Tests wrap it to fail writes or count syncs.
@@ -61,6 +66,10 @@ type Writer struct {
 	head  wire.Hash32
 	buf   []byte
 	spare []*request
+
+	headPath string
+	headF    *os.File // nil until startup has written the head durably
+	headBuf  []byte
 }
 
 type request struct {
@@ -150,12 +159,22 @@ func (w *Writer) Close() error {
 	return w.release()
 }
 
-// release closes the current file and drops the lock.
+// release closes the current file and the head (synced: it is off the hot
+// path now) and drops the lock.
 func (w *Writer) release() error {
 	var err error
 	if w.f != nil {
 		err = w.f.Close()
 		w.f = nil
+	}
+	if w.headF != nil {
+		if serr := w.headF.Sync(); err == nil {
+			err = serr
+		}
+		if cerr := w.headF.Close(); err == nil {
+			err = cerr
+		}
+		w.headF = nil
 	}
 	if uerr := unlock(w.lock); err == nil {
 		err = uerr

@@ -68,11 +68,22 @@ type AcceptedBreakEvent struct {
 	LastGood Hash32 `json:"last_good"`
 }
 
+// AcceptedHeadEvent records the owner accepting, at startup, a log that does
+// not hold the last record brokerd wrote, as named by the head it keeps
+// outside the log. HeadSeq and HeadSha256 are the head's (null when it is
+// missing or damaged).
+type AcceptedHeadEvent struct {
+	Problem    HeadProblem `json:"problem"`
+	HeadSeq    *uint64     `json:"head_seq"`
+	HeadSha256 *Hash32     `json:"head_sha256"`
+}
+
 func (DecisionEvent) isAuditEvent()      {}
 func (ApprovalEvent) isAuditEvent()      {}
 func (ResultEvent) isAuditEvent()        {}
 func (RecoveryEvent) isAuditEvent()      {}
 func (AcceptedBreakEvent) isAuditEvent() {}
+func (AcceptedHeadEvent) isAuditEvent()  {}
 
 func (v DecisionEvent) MarshalJSONTo(e *jsontext.Encoder) error {
 	type plain DecisionEvent
@@ -114,12 +125,21 @@ func (v AcceptedBreakEvent) MarshalJSONTo(e *jsontext.Encoder) error {
 	}{"accepted_break", plain(v)})
 }
 
+func (v AcceptedHeadEvent) MarshalJSONTo(e *jsontext.Encoder) error {
+	type plain AcceptedHeadEvent
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"type"`
+		plain `json:",inline"`
+	}{"accepted_head", plain(v)})
+}
+
 var auditEvents = union[AuditEvent]{"audit event", "type", map[string]func([]byte) (AuditEvent, error){
 	"decision":       as[DecisionEvent, AuditEvent],
 	"approval":       as[ApprovalEvent, AuditEvent],
 	"result":         as[ResultEvent, AuditEvent],
 	"recovery":       as[RecoveryEvent, AuditEvent],
 	"accepted_break": as[AcceptedBreakEvent, AuditEvent],
+	"accepted_head":  as[AcceptedHeadEvent, AuditEvent],
 }}
 
 // DecisionRecord is the plain record of a decision, tagged by "outcome".

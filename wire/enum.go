@@ -159,6 +159,29 @@ func (s ResultStatus) String() string                { return resultStatusNames.
 func (s ResultStatus) MarshalText() ([]byte, error)  { return resultStatusNames.text(s) }
 func (s *ResultStatus) UnmarshalText(b []byte) error { return parseInto(resultStatusNames, b, s) }
 
+// HeadProblem is how the audit log disagreed with the head brokerd keeps
+// outside it, in an AcceptedHead record.
+type HeadProblem uint8
+
+const (
+	// HeadMissing: no head file, while the log has records.
+	HeadMissing HeadProblem = iota + 1
+	// HeadDamaged: the head file cannot be read as a head.
+	HeadDamaged
+	// HeadBeyondLog: the log has no record with the head's seq: it is
+	// shorter than the head, or empty.
+	HeadBeyondLog
+	// HeadDiffers: the record with the head's seq is not the one the head
+	// names.
+	HeadDiffers
+)
+
+var headProblemNames = enumNames[HeadProblem]{"head problem", []string{"", "missing", "damaged", "beyond_log", "differs"}}
+
+func (p HeadProblem) String() string                { return headProblemNames.str(p) }
+func (p HeadProblem) MarshalText() ([]byte, error)  { return headProblemNames.text(p) }
+func (p *HeadProblem) UnmarshalText(b []byte) error { return parseInto(headProblemNames, b, p) }
+
 func parseInto[T ~uint8](e enumNames[T], b []byte, dst *T) error {
 	v, err := e.parse(b)
 	if err != nil {

@@ -90,6 +90,8 @@ func fixtures() []fixture {
 		fixture{"audit-result-failed", rec(44, ResultEvent{fxSession, 3, 41, StatusFailed, Public, false, false, 25, fxHash, Secret})},
 		fixture{"audit-recovery", rec(45, RecoveryEvent{117, fxHash})},
 		fixture{"audit-accepted_break", rec(46, AcceptedBreakEvent{"2026-09-17.jsonl", 12, fxHash})},
+		fixture{"audit-accepted_head-differs", rec(47, AcceptedHeadEvent{HeadDiffers, func() *uint64 { n := uint64(52); return &n }(), &fxHash})},
+		fixture{"audit-accepted_head-missing", rec(47, AcceptedHeadEvent{HeadMissing, nil, nil})},
 	)
 	logrec := func(r LogRecord) *LogRecord { return &r }
 	fx = append(fx,

@@ -17,13 +17,14 @@ import (
 
 type serveCmd struct {
 	Config      string `required:"" placeholder:"PATH" help:"brokerd.toml to read."`
-	AcceptBreak bool   `help:"Accept the audit chain's first failure once, by appending a record that names it (see docs/runbook.md#audit-chain-broken)."`
+	AcceptBreak bool   `help:"Accept the audit chain's first failure, or a log that does not hold its head, once, by appending a record that names it (see docs/runbook.md#audit-chain-broken, #audit-head-mismatch)."`
 }
 
 // Run reads the config, runs the audit startup check, then serves both
 // sockets until SIGINT or SIGTERM. Exit statuses: 1 for a config that does
-// not load, brokerd already running, a broken chain, or an audit log that
-// cannot be written; 2 for --accept-break with nothing to accept.
+// not load, brokerd already running, a broken chain, a log that does not
+// hold its head, or an audit log that cannot be written; 2 for
+// --accept-break with nothing to accept.
 func (c *serveCmd) Run(e *env) error {
 	cfg, err := config.Load(c.Config, os.Getenv)
 	if err != nil {
@@ -50,7 +51,8 @@ func (c *serveCmd) Run(e *env) error {
 	case errors.Is(err, audit.ErrNothingToAccept):
 		fmt.Fprintln(e.stderr, err) // its text ends with the runbook line
 		return exitCode(2)
-	case errors.Is(err, audit.ErrAlreadyRunning), errors.Is(err, audit.ErrChainBroken), errors.Is(err, audit.ErrUnavailable):
+	case errors.Is(err, audit.ErrAlreadyRunning), errors.Is(err, audit.ErrChainBroken), errors.Is(err, audit.ErrHeadMismatch),
+		errors.Is(err, audit.ErrUnavailable):
 		fmt.Fprintln(e.stderr, err)
 		return exitCode(1)
 	}

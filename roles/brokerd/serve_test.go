@@ -90,12 +90,15 @@ func TestServeNothingToAccept(t *testing.T) {
 	}
 }
 
+// TestServeChainBroken: a log copied in from elsewhere has no head beside
+// it, so startup reports that too, after the broken chain.
 func TestServeChainBroken(t *testing.T) {
 	dir, config := home(t)
 	copyLog(t, "../../fixtures/audit/changed-byte/audit", filepath.Join(dir, "audit"))
 	code, _, errs := runServe("--config", config)
 	if code != 1 || !strings.HasPrefix(errs, "audit: the chain is broken at 2026-09-19.jsonl:3: ") ||
-		!strings.HasSuffix(errs, "\nsee docs/runbook.md#audit-chain-broken\n") {
+		!strings.Contains(errs, "\nsee docs/runbook.md#audit-chain-broken\naudit: the log holds records") ||
+		!strings.HasSuffix(errs, "\nsee docs/runbook.md#audit-head-missing\n") {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
 }

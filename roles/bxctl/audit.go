@@ -20,15 +20,19 @@ type auditVerifyCmd struct {
 }
 
 // Run prints "audit: ok, <n> records, head <hex>" and what the owner should
-// know (recoveries, accepted breaks, abandoned approvals, clock warnings),
-// or the first failure and the runbook pointer with exit status 1. A log
-// that cannot be read is its own message, on stderr, also with status 1.
+// know (recoveries, accepted breaks and heads, abandoned approvals, clock
+// warnings), or the first failure and the runbook pointer with exit status
+// 1. Where brokerd keeps a head (<home>/broker/audit-head), the log must
+// hold the record it names, as at brokerd's startup; if not, that is printed
+// with its runbook pointer, with status 1. A log that cannot be read is its
+// own message, on stderr, also with status 1.
 func (c *auditVerifyCmd) Run(e *env) error {
 	home := c.Home
 	if home == "" {
 		home = defaultHome()
 	}
-	rep, err := audit.VerifyDir(filepath.Join(home, "audit"))
+	headFile := filepath.Join(home, "broker", "audit-head")
+	rep, herr, err := audit.VerifyDirHead(filepath.Join(home, "audit"), headFile)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "%s audit verify: %v\n", e.name, err)
 		return exitCode(1)
@@ -37,8 +41,19 @@ func (c *auditVerifyCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	if herr != nil {
+		// The same words brokerd's startup would refuse with.
+		if _, err := fmt.Fprintln(e.stdout, herr); err != nil {
+			return err
+		}
+		return exitCode(1)
+	}
 	if !ok {
 		return exitCode(1)
+	}
+	if h, err := audit.ReadHead(headFile); err == nil && h.Next > 0 {
+		_, err = fmt.Fprintf(e.stdout, "head: the log holds record %d, which %s names\n", h.Next-1, headFile)
+		return err
 	}
 	return nil
 }

@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"boxmaker/audit"
+	"boxmaker/wire"
 )
 
 // TestAuditVerifyFixtures: for every case of the tampering suite,
@@ -45,5 +48,45 @@ func TestAuditVerifyReadsBoxmakerHome(t *testing.T) {
 	os.Mkdir(filepath.Join(home, "audit"), 0o700)
 	if code, out, _ := run("audit", "verify"); code != 0 || out != "audit: ok, 0 records, head none\n" {
 		t.Fatalf("empty log: exit %d, stdout %q", code, out)
+	}
+}
+
+// TestAuditVerifyChecksTheHead: where brokerd keeps a head, verify holds the
+// log to it as brokerd's startup does; a log cut back to a chain that still
+// verifies is reported, with status 1.
+func TestAuditVerifyChecksTheHead(t *testing.T) {
+	home := t.TempDir()
+	headFile := filepath.Join(home, "broker", "audit-head")
+	w, _, err := audit.Open(filepath.Join(home, "audit"), audit.Options{HeadFile: headFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := w.Append(wire.RecoveryEvent{TornBytes: uint64(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run("audit", "verify", "--home", home)
+	if code != 0 || errs != "" || !strings.HasSuffix(out, "\nhead: the log holds record 2, which "+headFile+" names\n") {
+		t.Fatalf("exit %d, stderr %q, stdout %q", code, errs, out)
+	}
+	// The last record removed: the rest is still a chain.
+	logs, _ := filepath.Glob(filepath.Join(home, "audit", "*.jsonl"))
+	data, err := os.ReadFile(logs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	if err := os.WriteFile(logs[0], []byte(strings.Join(lines[:2], "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = run("audit", "verify", "--home", home)
+	if code != 1 || !strings.HasPrefix(out, "audit: ok, 2 records, head ") ||
+		!strings.Contains(out, "\naudit: the log ends before record 2, which the head in "+headFile) ||
+		!strings.HasSuffix(out, "\nsee docs/runbook.md#audit-head-mismatch\n") {
+		t.Fatalf("exit %d, stdout %q", code, out)
 	}
 }

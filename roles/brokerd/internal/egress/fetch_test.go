@@ -57,7 +57,12 @@ func TestHTTPFetchInAContainer(t *testing.T) {
 	t.Cleanup(func() { srv.Close(); <-done })
 	restore := egress.SetTestHosts(
 		map[string]netip.AddrPort{"fetch.boxmaker.test": netip.MustParseAddrPort(ln.Addr().String())},
-		map[string][]netip.Addr{"private.boxmaker.test": {netip.MustParseAddr("192.168.1.10")}})
+		map[string][]netip.Addr{
+			"private.boxmaker.test": {netip.MustParseAddr("192.168.1.10")},
+			// IPv6 forms that carry the host's own loopback address.
+			"compat.boxmaker.test": {netip.MustParseAddr("::127.0.0.1")},
+			"siit.boxmaker.test":   {netip.MustParseAddr("::ffff:0:127.0.0.1")},
+		})
 	defer restore()
 
 	cfg := podman.DefaultConfig()
@@ -95,6 +100,8 @@ func TestHTTPFetchInAContainer(t *testing.T) {
 		{"https://fetch.boxmaker.test/to-ip", "93.184.216.34 is an IP address: only host names are allowed"},
 		{"https://fetch.boxmaker.test/to-private", "private.boxmaker.test resolves only to addresses that are not public (192.168.1.10)"},
 		{"https://private.boxmaker.test/x", "private.boxmaker.test resolves only to addresses that are not public"},
+		{"https://compat.boxmaker.test/x", "compat.boxmaker.test resolves only to addresses that are not public (::7f00:1)"},
+		{"https://siit.boxmaker.test/x", "siit.boxmaker.test resolves only to addresses that are not public (::ffff:0:7f00:1)"},
 	} {
 		resp, _ := fetch(tc.url)
 		f, ok := resp.(wire.FailedResponse)

@@ -121,6 +121,41 @@ func TestProxyAllowsOnlyTheGrantsHostsByName(t *testing.T) {
 	}
 }
 
+// TestProxyJudgesEmbeddedIPv4: names that resolve to IPv6 forms carrying an
+// IPv4 address of the host's networks are refused like that IPv4 address.
+func TestProxyJudgesEmbeddedIPv4(t *testing.T) {
+	restore := egress.SetTestHosts(nil, map[string][]netip.Addr{
+		"compat.example.com": {netip.MustParseAddr("::127.0.0.1")},
+		"siit.example.com":   {netip.MustParseAddr("::ffff:0:169.254.169.254")},
+		"nat64.example.com":  {netip.MustParseAddr("64:ff9b::10.0.0.1")},
+		"6to4.example.com":   {netip.MustParseAddr("2002:a64:6464::1")},
+		"teredo.example.com": {netip.MustParseAddr("2001:0:4136:e378:8000:63bf:80ff:fffe")},
+		"isatap.example.com": {netip.MustParseAddr("2a00:1450:4001:81c:200:5efe:192.168.1.1")},
+	})
+	defer restore()
+	p, err := egress.Start(t.TempDir(), []string{"*.example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, tc := range []struct{ host, why string }{
+		{"compat.example.com", "(::7f00:1)"},
+		{"siit.example.com", "(::ffff:0:a9fe:a9fe)"},
+		{"nat64.example.com", "(64:ff9b::a00:1)"},
+		{"6to4.example.com", "(2002:a64:6464::1)"},
+		{"teredo.example.com", "(2001:0:4136:e378:8000:63bf:80ff:fffe)"},
+		{"isatap.example.com", "(2a00:1450:4001:81c:200:5efe:c0a8:101)"},
+	} {
+		before := len(p.Refusals())
+		rep, _ := ask(t, p.Path(), 3, []byte(tc.host), 443)
+		refusals := p.Refusals()
+		want := tc.host + " resolves only to addresses that are not public " + tc.why
+		if rep != 2 || len(refusals) != before+1 || refusals[before] != want {
+			t.Errorf("%s: reply %d, refusals %q; want 2 and %q", tc.host, rep, refusals[before:], want)
+		}
+	}
+}
+
 func TestCloseCutsConnectionsAndRemovesTheSocket(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

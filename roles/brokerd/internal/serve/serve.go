@@ -63,10 +63,15 @@ type Server struct {
 	lns    []*net.UnixListener
 }
 
+// HeadFile is where brokerd keeps the audit log's head: in its own state,
+// outside the audit directory, so that emptying or rewriting that directory
+// does not take the head with it.
+func HeadFile(home string) string { return filepath.Join(home, "broker", "audit-head") }
+
 // Start runs the audit startup check, then listens on both sockets and
 // serves until Stop. Open's errors are returned as they are, so the caller
-// can tell audit.ErrAlreadyRunning, audit.ErrChainBroken and
-// audit.ErrNothingToAccept apart.
+// can tell audit.ErrAlreadyRunning, audit.ErrChainBroken,
+// audit.ErrHeadMismatch and audit.ErrNothingToAccept apart.
 func Start(o Options) (*Server, error) {
 	now := o.Now
 	if now == nil {
@@ -74,7 +79,7 @@ func Start(o Options) (*Server, error) {
 	}
 	cfg := o.Config
 	w, rep, err := audit.Open(filepath.Join(cfg.Paths.Home, "audit"),
-		audit.Options{AcceptBreak: o.AcceptBreak, Now: now, OpenFile: o.AuditOpenFile})
+		audit.Options{AcceptBreak: o.AcceptBreak, Now: now, OpenFile: o.AuditOpenFile, HeadFile: HeadFile(cfg.Paths.Home)})
 	if err != nil {
 		return nil, err
 	}
