@@ -28,16 +28,16 @@ func newLayout(t *testing.T) layout {
 		t.Fatal(err)
 	}
 	for link, target := range map[string]string{
-		"link-home":   l.home,                                 // absolute, to a protected path
-		"rel-home":    "home",                                 // relative
-		"up":          ".",                                    // to its own directory
-		"chain":       "link-home",                            // a link to a link
+		"link-home":   l.home,                                  // absolute, to a protected path
+		"rel-home":    "home",                                  // relative
+		"up":          ".",                                     // to its own directory
+		"chain":       "link-home",                             // a link to a link
 		"dangling":    l.home + "/broker/sessions/victim.json", // a file brokerd creates later
-		"to-grants":   "etc/../etc/grants",                    // with .. in the target
-		"loop":        "loop",                                 // never ends
-		"notes-link":  "notes",                                // harmless
-		"home/audit":  "../realaudit",                         // a part of home kept elsewhere
-		"home/broken": "/nonexistent/../" + root + "/notes",   // .. after a missing directory
+		"to-grants":   "etc/../etc/grants",                     // with .. in the target
+		"loop":        "loop",                                  // never ends
+		"notes-link":  "notes",                                 // harmless
+		"home/audit":  "../realaudit",                          // a part of home kept elsewhere
+		"home/broken": "/nonexistent/../" + root + "/notes",    // .. after a missing directory
 	} {
 		if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
 			t.Fatal(err)
