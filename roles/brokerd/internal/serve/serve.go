@@ -98,10 +98,17 @@ func Start(o Options) (*Server, error) {
 		}
 		states = st
 	}
+	// No grant may reach boxmaker's own files (policy's loading rule 9);
+	// the check_grants of admin.sock applies the same set.
+	protected, err := policy.NewProtected(cfg.Protected())
+	if err != nil {
+		return nil, errors.Join(err, w.Close())
+	}
+	grants := policy.NewGrantsDir(cfg.Paths.Grants, protected)
 	table := approvals.New()
-	s.broker = &broker.Broker{Grants: policy.NewGrantsDir(cfg.Paths.Grants), Audit: w, States: states, Approvals: table,
+	s.broker = &broker.Broker{Grants: grants, Audit: w, States: states, Approvals: table,
 		Runtime: o.Runtime, TTL: time.Duration(cfg.Approvals.TTLMs) * time.Millisecond, Now: now, Log: s.log}
-	s.admin = &admin.Admin{Grants: cfg.Paths.Grants, Approvals: table, Now: now}
+	s.admin = &admin.Admin{Grants: grants, Approvals: table, Now: now}
 
 	for _, l := range []struct {
 		sock socket
