@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"boxmaker/roles/brokerd/internal/config"
 	"boxmaker/roles/brokerd/internal/runner"
 	"boxmaker/roles/brokerd/internal/state"
+	"boxmaker/runbook"
 )
 
 // Options are what Start needs.
@@ -43,8 +45,10 @@ type Options struct {
 	// the state files under <home>/broker/sessions; RequestTimeout (30 s
 	// when zero) bounds the wait for a request frame; SweepEvery (1 s when
 	// zero) is how often expired approvals are ended.
-	AuditOpenFile  func(name string, flag int, perm fs.FileMode) (audit.File, error)
-	States         broker.States
+	AuditOpenFile func(name string, flag int, perm fs.FileMode) (audit.File, error)
+	States        broker.States
+	// Floor replaces the taint floor in <home>/broker/floor.json.
+	Floor          broker.Floor
 	RequestTimeout time.Duration
 	SweepEvery     time.Duration
 }
@@ -98,6 +102,18 @@ func Start(o Options) (*Server, error) {
 		}
 		states = st
 	}
+	floor := o.Floor
+	if floor == nil {
+		f, err := openFloor(cfg.Paths.Home)
+		if err != nil {
+			return nil, errors.Join(err, w.Close())
+		}
+		if err := f.Err(); err != nil {
+			s.log("brokerd: the taint floor cannot be read; every tool call is denied until it is fixed: "+err.Error(),
+				runbook.See("broker-floor-damaged"))
+		}
+		floor = f
+	}
 	// No grant may reach boxmaker's own files (policy's loading rule 9);
 	// the check_grants of admin.sock applies the same set.
 	protected, err := policy.NewProtected(cfg.Protected())
@@ -106,7 +122,7 @@ func Start(o Options) (*Server, error) {
 	}
 	grants := policy.NewGrantsDir(cfg.Paths.Grants, protected)
 	table := approvals.New()
-	s.broker = &broker.Broker{Grants: grants, Audit: w, States: states, Approvals: table,
+	s.broker = &broker.Broker{Grants: grants, Audit: w, States: states, Floor: floor, Approvals: table,
 		Runtime: o.Runtime, TTL: time.Duration(cfg.Approvals.TTLMs) * time.Millisecond, Now: now, Log: s.log}
 	s.admin = &admin.Admin{Grants: grants, Approvals: table, Now: now}
 
@@ -136,6 +152,16 @@ func Start(o Options) (*Server, error) {
 	s.wg.Go(func() { sweep(ctx, table, every, now) })
 	s.log(fmt.Sprintf("brokerd: serving %s and %s; grants from %s", cfg.Sockets.Broker, cfg.Sockets.Admin, cfg.Paths.Grants))
 	return s, nil
+}
+
+// openFloor reads the taint floor in <home>/broker/, creating the directory
+// if need be.
+func openFloor(home string) (*state.Floor, error) {
+	dir := filepath.Join(home, "broker")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	return state.OpenFloor(filepath.Join(dir, "floor.json")), nil
 }
 
 // Stop closes both sockets and every connection, waits for every goroutine
