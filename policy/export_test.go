@@ -19,7 +19,7 @@ func DecideGrants(grants map[string]wire.Grant, protected *Protected, req wire.T
 	set, problems := collect(len(names), func(i int) (string, grant, []problem) {
 		name := names[i] + grantExt
 		g, ps := checkDecoded(name, nil, grants[names[i]], checkStem(name))
-		return name, g, append(ps, protected.problems(nil, g)...)
+		return name, g, append(ps, protected.problems(nil, g, nil)...)
 	})
 	return decideSet(set, problems, req, st, now)
 }

@@ -107,11 +107,12 @@ func (g *GrantsDir) read() (*GrantSet, []wire.GrantProblem, error) {
 	var files []parsed
 	files, g.scratch = checkAll(fd, g.path, names, g.last, g.scratch)
 	g.remember(names, files)
+	seen := map[string]lstatResult{}
 	set, problems := collect(len(files), func(i int) (string, grant, []problem) {
 		ps := files[i].c.ps
 		// Rule 9 is checked at every read, never remembered: where a path
 		// leads changes with the file system, not with the grant's bytes.
-		if more := g.protect.problems(files[i].data, files[i].c.g); len(more) > 0 {
+		if more := g.protect.problems(files[i].data, files[i].c.g, seen); len(more) > 0 {
 			ps = append(slices.Clip(ps), more...)
 		}
 		return names[i], files[i].c.g, ps

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -148,29 +147,49 @@ const maxLinks = 40
 // the rest is kept as written. Any other error (a directory it may not
 // search, a loop) is returned: a path brokerd cannot follow cannot be
 // shown to stay clear of its files.
-func resolve(p string) (string, error) {
-	done := "/"
-	todo := strings.Split(strings.TrimPrefix(p, "/"), "/")
+//
+// It runs for every grant path at every decision, so it costs one lstat
+// per existing component (plain system calls, as dirread.go explains) and
+// a readlink per symlink; seen, when not nil, keeps what each lstat found
+// for the rest of one read of the grants, whose paths share prefixes.
+func resolve(p string) (string, error) { return resolveSeen(p, nil) }
+
+// lstatResult is what one lstat found: the file type, or the error.
+type lstatResult struct {
+	mode uint32
+	err  error
+}
+
+func resolveSeen(p string, seen map[string]lstatResult) (string, error) {
+	done := "" // the resolved prefix; "" is the root
+	todo := p  // what is left, components separated by "/"
 	links := 0
-	for len(todo) > 0 {
-		c := todo[0]
-		todo = todo[1:]
+	for todo != "" {
+		var c string
+		c, todo, _ = strings.Cut(todo, "/")
 		switch c {
 		case "", ".":
 			continue
 		case "..":
-			done = filepath.Dir(done)
+			done = done[:max(strings.LastIndexByte(done, '/'), 0)]
 			continue
 		}
-		next := filepath.Join(done, c)
-		fi, err := os.Lstat(next)
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotDir) {
-			return filepath.Join(append([]string{next}, todo...)...), nil
+		next := done + "/" + c
+		r, ok := seen[next]
+		if !ok {
+			r = lstat(next)
+			if seen != nil {
+				seen[next] = r
+			}
+		}
+		err := r.err
+		if err == syscall.ENOENT || err == syscall.ENOTDIR {
+			return filepath.Join(next, todo), nil
 		}
 		if err != nil {
-			return "", err
+			return "", &fs.PathError{Op: "lstat", Path: next, Err: err}
 		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
+		if r.mode != syscall.S_IFLNK {
 			done = next
 			continue
 		}
@@ -181,27 +200,41 @@ func resolve(p string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if filepath.IsAbs(target) {
-			done = "/"
+		if strings.HasPrefix(target, "/") {
+			done = ""
 		}
-		todo = append(strings.Split(target, "/"), todo...)
+		if todo != "" {
+			target += "/" + todo
+		}
+		todo = target
+	}
+	if done == "" {
+		return "/", nil
 	}
 	return done, nil
 }
 
-// errNotDir is a path component that is not a directory: the path cannot
-// exist, so the rest is kept as written.
-var errNotDir = syscall.ENOTDIR
+// lstat is the type of the file at path, without following a last
+// symlink.
+func lstat(path string) lstatResult {
+	var st syscall.Stat_t
+	for {
+		err := syscall.Lstat(path, &st)
+		if err != syscall.EINTR {
+			return lstatResult{st.Mode & syscall.S_IFMT, err}
+		}
+	}
+}
 
 // problems is rule 9 for one file's grant: a problem for each of its valid
 // paths that reaches a protected path. data is the file, for lines.
-func (p *Protected) problems(data []byte, g grant) []problem {
+func (p *Protected) problems(data []byte, g grant, seen map[string]lstatResult) []problem {
 	var ps []problem
 	for _, path := range g.g.Constraints.Paths {
 		if !ValidPath(path) { // rule 7 has said why
 			continue
 		}
-		real, err := resolve(path)
+		real, err := resolveSeen(path, seen)
 		if msg := p.check(path, real, err); msg != "" {
 			ps = append(ps, problem{itemLine(data, "paths", path), "constraints.paths: " + msg + "; " + RunbookGrantProtected})
 		}
