@@ -1,6 +1,7 @@
 package podman_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -96,5 +97,31 @@ func TestTaintLaunderingContained(t *testing.T) {
 		if got != (wire.DeniedResponse{Reason: wire.TaintTooHigh}) {
 			t.Errorf("%s: %#v, want taint_too_high", s, got)
 		}
+	}
+}
+
+// TestGrantOverPodmanStorageInvalid: brokerd asks the service where its
+// storage is (here a private service's, which no config names) and refuses
+// a grant that reaches it.
+func TestGrantOverPodmanStorageInvalid(t *testing.T) {
+	b := startBrokerd(t)
+	paths, err := b.rt.Protected(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root string
+	for _, p := range paths {
+		if p.What == "Podman's storage (graph root)" {
+			root = p.Path
+		}
+	}
+	if root == "" || !filepath.IsAbs(root) {
+		t.Fatalf("no graph root in %+v", paths)
+	}
+	writeGrant(t, b, "store.toml", fmt.Sprintf("tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n[constraints]\npaths = [%q]\n", root+"/overlay"))
+	sid, _ := wire.NewSessionID("chat-s")
+	msg := b.call(t, wire.ToolRequest{Session: sid, Call: 1, Tool: "read_file", Arguments: `{"path":"` + root + `/overlay/x"}`})
+	if msg != (wire.DeniedResponse{Reason: wire.GrantsInvalid}) {
+		t.Fatalf("got %#v", msg)
 	}
 }

@@ -114,9 +114,20 @@ func Start(o Options) (*Server, error) {
 		}
 		floor = f
 	}
-	// No grant may reach boxmaker's own files (policy's loading rule 9);
-	// the check_grants of admin.sock applies the same set.
-	protected, err := policy.NewProtected(cfg.Protected())
+	// No grant may reach boxmaker's own files (policy's loading rule 9):
+	// what the config names, and what the runtime keeps (Podman's storage).
+	// The check_grants of admin.sock applies the same set.
+	paths := cfg.Protected()
+	if rp, ok := o.Runtime.(runtimePaths); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		more, err := rp.Protected(ctx)
+		cancel()
+		if err != nil {
+			return nil, errors.Join(err, w.Close())
+		}
+		paths = append(paths, more...)
+	}
+	protected, err := policy.NewProtected(paths)
 	if err != nil {
 		return nil, errors.Join(err, w.Close())
 	}
@@ -152,6 +163,11 @@ func Start(o Options) (*Server, error) {
 	s.wg.Go(func() { sweep(ctx, table, every, now) })
 	s.log(fmt.Sprintf("brokerd: serving %s and %s; grants from %s", cfg.Sockets.Broker, cfg.Sockets.Admin, cfg.Paths.Grants))
 	return s, nil
+}
+
+// runtimePaths is a runtime that keeps files of its own no grant may reach.
+type runtimePaths interface {
+	Protected(ctx context.Context) ([]policy.ProtectedPath, error)
 }
 
 // openFloor reads the taint floor in <home>/broker/, creating the directory
