@@ -141,3 +141,25 @@ func TestTaintFloorWriteFailureWithholdsContent(t *testing.T) {
 		t.Fatalf("B: got %+v", got)
 	}
 }
+
+// TestTaintFloorStartsFromSessions: a home from before the floor, with a
+// secret session and no floor file, starts with the floor at secret.
+func TestTaintFloorStartsFromSessions(t *testing.T) {
+	h := start(t, map[string]string{"f.toml": grantFetch})
+	h.stop()
+	sessions := filepath.Join(h.cfg.Paths.Home, "broker", "sessions")
+	os.Remove(filepath.Join(h.cfg.Paths.Home, "broker", "floor.json"))
+	if err := os.WriteFile(filepath.Join(sessions, "old.json"), []byte(`{"taint":"secret","untrusted":false}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	if h.srv, err = Start(Options{Config: h.cfg, Runtime: h.rt, Stderr: h.stderr}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.call(fetchReq(t, "chat-new", 1)); got != (wire.DeniedResponse{Reason: wire.TaintTooHigh}) {
+		t.Fatalf("got %+v", got)
+	}
+	if data, _ := os.ReadFile(filepath.Join(h.cfg.Paths.Home, "broker", "floor.json")); string(data) != `{"taint":"secret"}` {
+		t.Fatalf("floor %q", data)
+	}
+}

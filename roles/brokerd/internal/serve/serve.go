@@ -25,6 +25,7 @@ import (
 	"boxmaker/roles/brokerd/internal/runner"
 	"boxmaker/roles/brokerd/internal/state"
 	"boxmaker/runbook"
+	"boxmaker/wire"
 )
 
 // Options are what Start needs.
@@ -104,7 +105,7 @@ func Start(o Options) (*Server, error) {
 	}
 	floor := o.Floor
 	if floor == nil {
-		f, err := openFloor(cfg.Paths.Home)
+		f, err := openFloor(cfg.Paths.Home, states)
 		if err != nil {
 			return nil, errors.Join(err, w.Close())
 		}
@@ -171,13 +172,25 @@ type runtimePaths interface {
 }
 
 // openFloor reads the taint floor in <home>/broker/, creating the directory
-// if need be.
-func openFloor(home string) (*state.Floor, error) {
+// if need be. A floor with no file yet starts at the highest taint of the
+// session files, when states can say it: a home from before the
+// floor, whose loopd may hold a secret session, keeps it.
+func openFloor(home string, states broker.States) (*state.Floor, error) {
 	dir := filepath.Join(home, "broker")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
-	return state.OpenFloor(filepath.Join(dir, "floor.json")), nil
+	f := state.OpenFloor(filepath.Join(dir, "floor.json"))
+	if st, ok := states.(interface{ Highest() (wire.DataClass, error) }); ok && f.Missing() {
+		high, err := st.Highest()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := f.Raise(high); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
 }
 
 // Stop closes both sockets and every connection, waits for every goroutine

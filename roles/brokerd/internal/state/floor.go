@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"boxmaker/wire"
@@ -27,10 +28,11 @@ import (
 type Floor struct {
 	path string
 
-	mu     sync.Mutex
-	level  wire.DataClass // in memory; never lower than onDisk
-	onDisk wire.DataClass // as last written or read
-	err    error          // the file could not be read: every call is denied
+	mu      sync.Mutex
+	level   wire.DataClass // in memory; never lower than onDisk
+	onDisk  wire.DataClass // as last written or read
+	err     error          // the file could not be read: every call is denied
+	missing bool           // there was no file when it was opened
 }
 
 // floorFile is the floor's content, in wire's canonical JSON.
@@ -46,6 +48,7 @@ func OpenFloor(path string) *Floor {
 	data, err := readFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+		f.missing = true
 	case err != nil:
 		f.err = fmt.Errorf("state: the taint floor: %w", err)
 	default:
@@ -116,3 +119,34 @@ func writeAtomic(path string, v any) error {
 	}
 	return nil
 }
+
+// Highest is the highest taint of the session files in the store's
+// directory; a file that cannot be read counts as secret, what it may have
+// held. brokerd starts a floor that has no file yet from it, so that
+// sessions from before the floor existed are not forgotten.
+func (s *Store) Highest() (wire.DataClass, error) {
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return 0, fmt.Errorf("state: %w", err)
+	}
+	high := wire.Private
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok {
+			continue
+		}
+		sid, err := wire.NewSessionID(id)
+		if err != nil {
+			continue // not a file brokerd writes
+		}
+		st, _, err := s.Read(sid)
+		if err != nil {
+			return wire.Secret, nil
+		}
+		high = max(high, st.Taint)
+	}
+	return high, nil
+}
+
+// Missing reports whether the floor had no file when it was opened.
+func (f *Floor) Missing() bool { return f.missing }

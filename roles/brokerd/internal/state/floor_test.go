@@ -89,3 +89,31 @@ func TestFloorWriteFails(t *testing.T) {
 		t.Fatalf("file %q", data)
 	}
 }
+
+// TestHighest: the highest taint of the session files; a damaged one is
+// secret; other files are not sessions.
+func TestHighest(t *testing.T) {
+	dir := t.TempDir()
+	s := New(dir)
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(want wire.DataClass) {
+		t.Helper()
+		if got, err := s.Highest(); got != want || err != nil {
+			t.Fatalf("got %v %v, want %v", got, err, want)
+		}
+	}
+	check(wire.Private)
+	write("a.json", `{"taint":"public","untrusted":true}`)
+	write("b.json.tmp", `{"taint":"secret","untrusted":true}`)
+	write("Not-A-Session.json", `x`)
+	check(wire.Private)
+	write("c.json", `{"taint":"secret","untrusted":false}`)
+	check(wire.Secret)
+	os.Remove(filepath.Join(dir, "c.json"))
+	write("d.json", `{"taint":`)
+	check(wire.Secret)
+}
