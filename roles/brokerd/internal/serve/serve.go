@@ -181,7 +181,9 @@ func openFloor(home string, states broker.States) (*state.Floor, error) {
 		return nil, fmt.Errorf("state: %w", err)
 	}
 	f := state.OpenFloor(filepath.Join(dir, "floor.json"))
-	if st, ok := states.(interface{ Highest() (wire.DataClass, error) }); ok && f.Missing() {
+	if st, ok := states.(interface {
+		Highest() (wire.DataClass, error)
+	}); ok && f.Missing() {
 		high, err := st.Highest()
 		if err != nil {
 			return nil, err
