@@ -93,7 +93,7 @@ func TestInvalidArgumentsBeforeMatching(t *testing.T) {
 	if got := outcomeName(d); got != "invalid_arguments" || d.ArgsError() == nil {
 		t.Errorf("no grants: got %s (%v)", got, d.ArgsError())
 	}
-	deny := grantsDir(t, map[string]string{"d.toml": "tool = \"read_file\"\nmode = \"deny\"\nmax_taint = \"secret\"\n[constraints]\npaths = [\"/\"]\n"})
+	deny := grantsDir(t, map[string]string{"d.toml": "tool = \"read_file\"\nmode = \"deny\"\nmax_taint = \"secret\"\n[constraints]\npaths = [\"/a\"]\n"})
 	d = policy.Decide(deny, request("read_file", `{"path":"/a","x":1}`), private, now)
 	if got := outcomeName(d); got != "invalid_arguments" {
 		t.Errorf("deny grant: got %s", got)

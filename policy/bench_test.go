@@ -23,7 +23,7 @@ func BenchmarkDecide(b *testing.B) {
 // not decoded again.
 func BenchmarkGrantsDirDecide(b *testing.B) {
 	benchDecide(b, func(dir string) func(wire.ToolRequest) policy.Decision {
-		g := policy.NewGrantsDir(dir)
+		g := policy.NewGrantsDir(dir, nil)
 		return func(req wire.ToolRequest) policy.Decision { return g.Decide(req, private, now) }
 	})
 }

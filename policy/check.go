@@ -53,14 +53,13 @@ func checkStem(name string) []problem {
 }
 
 // checkDecoded applies rules 3 to 8 to a decoded grant, after the problems
-// ps already found, and builds the grant if there are none.
+// ps already found, and builds the grant. A grant with problems is never
+// used (collect drops it); it is returned whole so that rule 9, which the
+// GrantsDir applies at every read, can report its paths in the same pass.
 func checkDecoded(name string, data []byte, g wire.Grant, ps []problem) (grant, []problem) {
 	ps = append(ps, checkGrant(data, g)...)
-	if len(ps) > 0 {
-		return grant{}, ps
-	}
 	tool, _ := ParseTool(g.Tool)
-	return grant{id: strings.TrimSuffix(name, grantExt), sha: wire.Sha256(data), tool: tool, g: g}, nil
+	return grant{id: strings.TrimSuffix(name, grantExt), sha: wire.Sha256(data), tool: tool, g: g}, ps
 }
 
 func decodeProblem(err error) problem {

@@ -56,7 +56,7 @@ func TestCoverageTable(t *testing.T) {
 // TestGrantForOtherToolIsNoCandidate: a grant for read_file says nothing
 // about write_file on the same path.
 func TestGrantForOtherToolIsNoCandidate(t *testing.T) {
-	dir := grantsDir(t, map[string]string{"g.toml": simple("read_file", `paths = ["/"]`)})
+	dir := grantsDir(t, map[string]string{"g.toml": simple("read_file", `paths = ["/a"]`)})
 	d := policy.Decide(dir, request("write_file", `{"path":"/a","content":""}`), private, now)
 	if got := outcomeName(d); got != "no_grant" {
 		t.Errorf("got %s", got)
@@ -67,7 +67,7 @@ func TestGrantForOtherToolIsNoCandidate(t *testing.T) {
 // makes the set invalid), so a request for one is no_grant, whatever its
 // arguments.
 func TestUnknownTool(t *testing.T) {
-	dir := grantsDir(t, map[string]string{"g.toml": simple("read_file", `paths = ["/"]`)})
+	dir := grantsDir(t, map[string]string{"g.toml": simple("read_file", `paths = ["/a"]`)})
 	for _, tool := range []string{"exec", "Read_file", "", "clock"} {
 		d := policy.Decide(dir, request(tool, `not json`), private, now)
 		if got := outcomeName(d); got != "no_grant" {

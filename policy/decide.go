@@ -12,9 +12,10 @@ const RunbookGrantsInvalid = "see docs/runbook.md#grants-invalid"
 // deciding: the grant set is valid (grants_invalid), the state is valid
 // (state_unreadable), the tool is known (no_grant: no grant can name another
 // tool), the arguments parse and pass the form checks (invalid_arguments),
-// then matching.
+// then matching. Only the grants directory itself is protected (rule 9);
+// brokerd decides through a GrantsDir given its full protected set.
 func Decide(grantsDir string, req wire.ToolRequest, st State, now wire.Timestamp) Decision {
-	return NewGrantsDir(grantsDir).Decide(req, st, now)
+	return NewGrantsDir(grantsDir, nil).Decide(req, st, now)
 }
 
 // decideSet decides against a set already loaded; set is nil when invalid.
@@ -65,7 +66,7 @@ func decideSet(set *GrantSet, problems []wire.GrantProblem, req wire.ToolRequest
 // decision from Decide, and each can be re-decided once: a second Redecide,
 // or one of anything else, returns an error and the zero Decision.
 func Redecide(grantsDir string, prev Decision, st State, now wire.Timestamp) (Decision, error) {
-	return NewGrantsDir(grantsDir).Redecide(prev, st, now)
+	return NewGrantsDir(grantsDir, nil).Redecide(prev, st, now)
 }
 
 // Redecide is the package's Redecide, reading the grants from g.

@@ -30,6 +30,13 @@ func FuzzPath(f *testing.F) {
 		if got := policy.PathInside(p, q); got != want {
 			t.Fatalf("PathInside(%q, %q) = %v, oracle %v", p, q, got, want)
 		}
+		// Rule 9 meets protected paths both ways.
+		if oraclePath(p) && oraclePath(q) {
+			got, want := policy.Overlap(p, q), p == q || oracleInside(p, q) || oracleInside(q, p)
+			if (got != "") != want || got == "is" != (p == q) || got == "contains" != (p != q && oracleInside(p, q)) {
+				t.Fatalf("Overlap(%q, %q) = %q, oracle %v", p, q, got, want)
+			}
+		}
 	})
 }
 

@@ -41,6 +41,10 @@ type genCase struct {
 	tool   string
 	args   genArgs
 	now    wire.Timestamp
+	// protected are paths no grant may reach (rule 9), clean, for the
+	// oracle; given are the same as handed to policy, some written with a
+	// trailing slash, "." or "..", which must change nothing.
+	protected, given []string
 }
 
 // member is one JSON object member; kind is 's' (string), 'n' (number),
@@ -295,6 +299,16 @@ func (x *xorshift) genCase() genCase {
 	}
 	if x.oneIn(500) {
 		c.taint = 0
+	}
+	if x.oneIn(3) {
+		for range 1 + x.intn(2) {
+			p := x.path()
+			if !oraclePath(p) {
+				continue
+			}
+			c.protected = append(c.protected, p)
+			c.given = append(c.given, pick(x, []string{p, p + "/", p + "/.", "/." + p, p + "/a/..", "/c/.." + p}))
+		}
 	}
 	// Mostly a tool some grant names, and arguments near that tool's grants.
 	var all []wire.Grant

@@ -20,9 +20,13 @@ import (
 //   - A file whose bytes are exactly those of the previous read (compared
 //     in full) is not decoded and checked again; its result is reused.
 //
+// Every read also applies loading rule 9: no grant path may reach a
+// protected path (Protected), the grants directory itself always among them.
+//
 // A GrantsDir is safe for concurrent use.
 type GrantsDir struct {
-	path string
+	path    string
+	protect *Protected
 
 	mu   sync.Mutex
 	next *dirRead // the read that calls arriving now will share; nil if none waits
@@ -41,9 +45,12 @@ type dirRead struct {
 	err      error
 }
 
-// NewGrantsDir returns the grants directory at path; nothing is read yet.
-func NewGrantsDir(path string) *GrantsDir {
-	return &GrantsDir{path: path}
+// NewGrantsDir returns the grants directory at path, whose grants may reach
+// none of protected's paths nor the directory itself; nil protects only the
+// directory. Only the protected paths' symlinks are resolved now; no grant
+// is read yet.
+func NewGrantsDir(path string, protected *Protected) *GrantsDir {
+	return &GrantsDir{path: path, protect: protected.with(ProtectedPath{Path: path, What: "the grants directory"})}
 }
 
 // Path is the directory's path.
@@ -100,8 +107,15 @@ func (g *GrantsDir) read() (*GrantSet, []wire.GrantProblem, error) {
 	var files []parsed
 	files, g.scratch = checkAll(fd, g.path, names, g.last, g.scratch)
 	g.remember(names, files)
+	seen := map[string]lstatResult{}
 	set, problems := collect(len(files), func(i int) (string, grant, []problem) {
-		return names[i], files[i].c.g, files[i].c.ps
+		ps := files[i].c.ps
+		// Rule 9 is checked at every read, never remembered: where a path
+		// leads changes with the file system, not with the grant's bytes.
+		if more := g.protect.problems(files[i].data, files[i].c.g, seen); len(more) > 0 {
+			ps = append(slices.Clip(ps), more...)
+		}
+		return names[i], files[i].c.g, ps
 	})
 	readDone()
 	return set, problems, nil

@@ -24,7 +24,7 @@ func TestGrantsDirSeesEveryEdit(t *testing.T) {
 	deny := strings.Replace(allow, `"auto"`, `"deny"`, 1) // same size
 	dir := grantsDir(t, nil)
 	path := filepath.Join(dir, "g.toml")
-	g := policy.NewGrantsDir(dir)
+	g := policy.NewGrantsDir(dir, nil)
 	req := request("read_file", `{"path":"/n/a"}`)
 	stamp := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	write := func(text string) {
@@ -62,7 +62,7 @@ func TestGrantsDirSeesEveryEdit(t *testing.T) {
 // oracle does, with the same grant and the same problems.
 func TestGrantsDirMatchesFreshReads(t *testing.T) {
 	dir := grantsDir(t, nil)
-	g := policy.NewGrantsDir(dir)
+	g := policy.NewGrantsDir(dir, nil)
 	rng := rand.New(rand.NewPCG(1, 2))
 	texts := []string{
 		simple("read_file", `paths = ["/n"]`),
@@ -115,7 +115,7 @@ func describeDecision(d policy.Decision) string {
 func TestGrantsDirSharesReads(t *testing.T) {
 	allow := simple("read_file", `paths = ["/n"]`)
 	dir := grantsDir(t, map[string]string{"g.toml": allow})
-	g := policy.NewGrantsDir(dir)
+	g := policy.NewGrantsDir(dir, nil)
 	req := request("read_file", `{"path":"/n/a"}`)
 
 	var reads atomic.Int32
@@ -160,7 +160,7 @@ func TestGrantsDirSharesReads(t *testing.T) {
 func TestGrantsDirForgetsRemovedFiles(t *testing.T) {
 	text := simple("read_file", `paths = ["/n"]`)
 	dir := grantsDir(t, map[string]string{"a.toml": text, "b.toml": text, "c.toml": text, "x.txt": text})
-	g := policy.NewGrantsDir(dir)
+	g := policy.NewGrantsDir(dir, nil)
 	g.Load()
 	if got := g.Remembered(); !slices.Equal(got, []string{"a.toml", "b.toml", "c.toml"}) {
 		t.Fatalf("after the first read: %v", got)

@@ -41,14 +41,16 @@ type grantFile struct {
 	readErr error
 }
 
-// LoadGrants reads every *.toml file in dir and checks it by the eight
-// loading rules. It returns the set only if every file is valid; otherwise it
-// returns every problem, sorted by file and line. err is set only when dir
-// itself cannot be read, and then nothing else is returned.
+// LoadGrants reads every *.toml file in dir and checks it by the loading
+// rules: the spec's eight, and rule 9, no path reaching dir itself or any of
+// protected's paths (nil: only dir). It returns the set only if every file
+// is valid; otherwise it returns every problem, sorted by file and line. err
+// is set only when dir itself cannot be read, and then nothing else is
+// returned.
 //
 // Nothing is cached: each call reads the directory and every file again.
-func LoadGrants(dir string) (*GrantSet, []wire.GrantProblem, error) {
-	return NewGrantsDir(dir).Load()
+func LoadGrants(dir string, protected *Protected) (*GrantSet, []wire.GrantProblem, error) {
+	return NewGrantsDir(dir, protected).Load()
 }
 
 // checked is one file's grant, or its problems.

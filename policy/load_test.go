@@ -46,7 +46,7 @@ func TestLoadingRules(t *testing.T) {
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
 			dir := grantsDir(t, map[string]string{tc.name: tc.content})
-			set, ps, err := policy.LoadGrants(dir)
+			set, ps, err := policy.LoadGrants(dir, nil)
 			if err != nil || set != nil || len(ps) == 0 {
 				t.Fatalf("set %v, problems %v, err %v", set, ps, err)
 			}
@@ -91,7 +91,7 @@ func TestRule6Table(t *testing.T) {
 					c += "hosts = [\"a.com\"]\n"
 				}
 				dir := grantsDir(t, map[string]string{"g.toml": simple(tool, c)})
-				_, ps, _ := policy.LoadGrants(dir)
+				_, ps, _ := policy.LoadGrants(dir, nil)
 				want := ok(rule[0], paths) && ok(rule[1], hosts)
 				if (len(ps) == 0) != want {
 					t.Errorf("%s paths=%v hosts=%v: problems %v, want valid %v", tool, paths, hosts, ps, want)
@@ -100,7 +100,7 @@ func TestRule6Table(t *testing.T) {
 		}
 		// An empty list is no list: required means at least one.
 		dir := grantsDir(t, map[string]string{"g.toml": simple(tool, "paths = []\nhosts = []\n")})
-		_, ps, _ := policy.LoadGrants(dir)
+		_, ps, _ := policy.LoadGrants(dir, nil)
 		if want := rule[0] != required && rule[1] != required; (len(ps) == 0) != want {
 			t.Errorf("%s with empty lists: problems %v", tool, ps)
 		}
@@ -115,7 +115,7 @@ func TestAllProblemsSorted(t *testing.T) {
 		"c.toml": head + "[constraints]\npaths = [\"/ok\"]\n",
 		"B.toml": head + "[constraints]\npaths = [\"/ok\"]\n",
 	})
-	_, ps, _ := policy.LoadGrants(dir)
+	_, ps, _ := policy.LoadGrants(dir, nil)
 	var got []string
 	for _, p := range ps {
 		got = append(got, policy.FormatProblem(p))
@@ -185,7 +185,7 @@ func TestOtherFilesIgnored(t *testing.T) {
 		"h.TOML":      "junk",
 		"notes.toml~": "junk",
 	})
-	set, ps, err := policy.LoadGrants(dir)
+	set, ps, err := policy.LoadGrants(dir, nil)
 	if err != nil || len(ps) != 0 || set.Len() != 1 {
 		t.Errorf("set %v, problems %v, err %v", set, ps, err)
 	}
@@ -200,7 +200,7 @@ func TestEmptyDirIsValid(t *testing.T) {
 
 func TestMissingDir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "absent")
-	set, ps, err := policy.LoadGrants(dir)
+	set, ps, err := policy.LoadGrants(dir, nil)
 	if err == nil || set != nil || ps != nil {
 		t.Fatalf("set %v, problems %v, err %v", set, ps, err)
 	}
@@ -221,7 +221,7 @@ func TestNotRegularFiles(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(dir, "f.toml"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, ps, err := policy.LoadGrants(dir)
+	_, ps, err := policy.LoadGrants(dir, nil)
 	if err != nil || len(ps) != 2 {
 		t.Fatalf("problems %v, err %v", ps, err)
 	}
@@ -234,7 +234,7 @@ func TestNotRegularFiles(t *testing.T) {
 
 func TestTooLarge(t *testing.T) {
 	big := head + "[constraints]\npaths = [\"/a\"]\n" + "#" + strings.Repeat("x", policy.MaxGrantFileBytes) + "\n"
-	_, ps, _ := policy.LoadGrants(grantsDir(t, map[string]string{"g.toml": big}))
+	_, ps, _ := policy.LoadGrants(grantsDir(t, map[string]string{"g.toml": big}), nil)
 	if len(ps) != 1 || !strings.Contains(ps[0].Problem, "larger than") {
 		t.Errorf("problems %v", ps)
 	}

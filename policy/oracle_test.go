@@ -177,10 +177,20 @@ func oracleArgs(tool string, a genArgs) (map[string]string, bool) {
 	return got, true
 }
 
-func oracle(c genCase) expect {
+// oracleWith is the oracle with protected as the paths no grant may reach:
+// a grant path that is one of them, or above or below one by whole
+// components, invalidates the set (rule 9).
+func oracleWith(c genCase, protected []string) expect {
 	for id, g := range c.grants {
 		if !oracleGrantValid(id, g) {
 			return expect{outcome: "grants_invalid"}
+		}
+		for _, gp := range g.Constraints.Paths {
+			for _, pp := range protected {
+				if oracleInside(gp, pp) || oracleInside(pp, gp) {
+					return expect{outcome: "grants_invalid"}
+				}
+			}
 		}
 	}
 	if c.taint != wire.Public && c.taint != wire.Private && c.taint != wire.Secret {

@@ -46,9 +46,9 @@ func TestPropertyInMemory(t *testing.T) {
 				for i := range *casesFlag / shards {
 					c := x.genCase()
 					req := request(c.tool, c.args.json())
-					d := policy.DecideGrants(c.grants, req, policy.State{Taint: c.taint}, c.now)
+					d := policy.DecideGrants(c.grants, protectedSet(t, c.given), req, policy.State{Taint: c.taint}, c.now)
 					local[outcomeName(d)]++
-					if !agree(t, c, d) {
+					if !agree(t, c, c.protected, d) {
 						t.Fatalf("shard %d case %d disagrees; rerun with -policy.seed=%d", shard, i, seed)
 					}
 				}
@@ -89,8 +89,11 @@ func TestPropertyOnDisk(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				d := policy.Decide(dir, request(c.tool, c.args.json()), policy.State{Taint: c.taint}, c.now)
-				if !agree(t, c, d) {
+				// The grants directory is protected too: a grant of "/"
+				// contains it.
+				g := policy.NewGrantsDir(dir, protectedSet(t, c.given))
+				d := g.Decide(request(c.tool, c.args.json()), policy.State{Taint: c.taint}, c.now)
+				if !agree(t, c, append(c.protected, dir), d) {
 					t.Fatalf("shard %d case %d disagrees; rerun with -policy.seed=%d", shard, i, seed)
 				}
 			}
@@ -98,10 +101,24 @@ func TestPropertyOnDisk(t *testing.T) {
 	}
 }
 
-// agree compares a decision with the oracle and reports the case if not.
-func agree(t *testing.T, c genCase, d policy.Decision) bool {
+// protectedSet is the paths as policy takes them.
+func protectedSet(t *testing.T, paths []string) *policy.Protected {
+	var pp []policy.ProtectedPath
+	for _, p := range paths {
+		pp = append(pp, policy.ProtectedPath{Path: p, What: "a protected path"})
+	}
+	set, err := policy.NewProtected(pp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+// agree compares a decision with the oracle, which protects the paths
+// protected, and reports the case if not.
+func agree(t *testing.T, c genCase, protected []string, d policy.Decision) bool {
 	t.Helper()
-	want := oracle(c)
+	want := oracleWith(c, protected)
 	got := expect{outcome: outcomeName(d), grant: grantID(d)}
 	if got.outcome == "allowed" {
 		a, err := d.Claim()
@@ -116,7 +133,7 @@ func agree(t *testing.T, c genCase, d policy.Decision) bool {
 	if got.outcome == want.outcome && got.grant == want.grant && sameList(got.paths, want.paths) && sameList(got.hosts, want.hosts) {
 		return true
 	}
-	t.Errorf("policy %+v, oracle %+v\ntool %q args %s taint %v\ngrants:", got, want, c.tool, c.args.json(), c.taint)
+	t.Errorf("policy %+v, oracle %+v\ntool %q args %s taint %v protected %q\ngrants:", got, want, c.tool, c.args.json(), c.taint, protected)
 	for id, g := range c.grants {
 		t.Errorf("  %q: %s", id, describe(g))
 	}

@@ -26,7 +26,8 @@ type Options struct {
 	// Bin holds boxmaker, its role links and fakellama (just build).
 	Bin string
 	// Home is created; it should be new and short (socket paths are at
-	// most 107 bytes).
+	// most 107 bytes). BOXMAKER_HOME is its home/; the owner's notes and
+	// scratch folder are beside it, since no grant may reach the home.
 	Home string
 	// Log receives every process's output, each line prefixed with its name.
 	Log io.Writer
@@ -37,7 +38,7 @@ type Options struct {
 // Harness is a running set of processes.
 type Harness struct {
 	o       Options
-	Home    string
+	Home    string // BOXMAKER_HOME
 	mu      sync.Mutex
 	procs   []*proc
 	podman  *proc
@@ -56,8 +57,8 @@ type proc struct {
 func (h *Harness) ModelAddr() string { return h.modelAt }
 
 // Paths of the running harness.
-func (h *Harness) Notes() string      { return filepath.Join(h.Home, "notes") }
-func (h *Harness) Scratch() string    { return filepath.Join(h.Home, "scratch") }
+func (h *Harness) Notes() string      { return filepath.Join(h.o.Home, "notes") }
+func (h *Harness) Scratch() string    { return filepath.Join(h.o.Home, "scratch") }
 func (h *Harness) LoopSocket() string { return filepath.Join(h.Home, "run", "owner-loop", "loop.sock") }
 func (h *Harness) AdminSocket() string {
 	return filepath.Join(h.Home, "run", "owner-broker", "admin.sock")
@@ -75,7 +76,7 @@ func Start(ctx context.Context, o Options) (_ *Harness, err error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	h := &Harness{o: o, Home: o.Home}
+	h := &Harness{o: o, Home: filepath.Join(o.Home, "home")}
 	defer func() {
 		if err != nil {
 			h.Stop()

@@ -53,10 +53,11 @@ func (h *Harness) fill(s string) string {
 }
 
 func (h *Harness) writeHome() error {
+	// The owner's files are outside the home: no grant may reach it.
 	files := map[string]string{
-		"notes/today.md":         "# Today\n\n- Water the plants.\n- Call Ana about the boat.\n",
-		"scratch/build.log":      "ok\n",
-		"scratch/todo.txt":       "nothing yet\n",
+		"../notes/today.md":      "# Today\n\n- Water the plants.\n- Call Ana about the boat.\n",
+		"../scratch/build.log":   "ok\n",
+		"../scratch/todo.txt":    "nothing yet\n",
 		"memory/core.md":         "The owner is trying boxmaker's demo.\n",
 		"podman/containers.conf": containersConf,
 	}

@@ -18,8 +18,10 @@ type grantsCmd struct {
 }
 
 type grantsCheckCmd struct {
-	Grants      string `placeholder:"DIR" help:"Read this grants directory directly instead of asking brokerd."`
-	AdminSocket string `placeholder:"PATH" help:"brokerd's admin socket, asked when --grants is not given (default: $BOXMAKER_HOME/run/owner-broker/admin.sock)."`
+	Grants      string   `placeholder:"DIR" help:"Read this grants directory directly instead of asking brokerd."`
+	Home        string   `placeholder:"PATH" help:"With --grants: BOXMAKER_HOME, which no grant may reach (default: $BOXMAKER_HOME, else /var/lib/boxmaker)."`
+	Protect     []string `placeholder:"PATH" help:"With --grants: one more path no grant may reach, such as brokerd.toml or a socket directory kept elsewhere (repeatable)."`
+	AdminSocket string   `placeholder:"PATH" help:"brokerd's admin socket, asked when --grants is not given (default: $BOXMAKER_HOME/run/owner-broker/admin.sock)."`
 }
 
 // Run prints "grants: ok", or every problem and the runbook pointer with
@@ -29,7 +31,16 @@ func (c *grantsCheckCmd) Run(e *env) error {
 	cmd := e.name + " grants check"
 	var problems []wire.GrantProblem
 	if c.Grants != "" {
-		_, ps, err := policy.LoadGrants(c.Grants)
+		home := c.Home
+		if home == "" {
+			home = defaultHome()
+		}
+		protected, err := offlineProtected(home, c.Protect)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "%s: %v\n", cmd, err)
+			return exitCode(1)
+		}
+		_, ps, err := policy.LoadGrants(c.Grants, protected)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "%s: %s: %v\n%s\n", cmd, c.Grants, err, runbook.See("grants-invalid"))
 			return exitCode(1)

@@ -19,7 +19,7 @@ import (
 // Admin answers admin requests. Its fields are set once, before the first
 // Handle; Handle is safe for concurrent use.
 type Admin struct {
-	Grants    string
+	Grants    *policy.GrantsDir // the one decisions read, protected paths and all
 	Approvals *approvals.Table
 	Now       func() time.Time
 }
@@ -58,10 +58,11 @@ func wait(ctx context.Context, id uint64, out <-chan wire.DecisionRecord, err er
 	}
 }
 
-// checkGrants loads the grants as a decision would. A directory that cannot
-// be read is reported as Decide reports it, as a problem of ".".
-func checkGrants(dir string) []wire.GrantProblem {
-	_, problems, err := policy.LoadGrants(dir)
+// checkGrants loads the grants as a decision would, through the same
+// GrantsDir. A directory that cannot be read is reported as Decide reports
+// it, as a problem of ".".
+func checkGrants(g *policy.GrantsDir) []wire.GrantProblem {
+	_, problems, err := g.Load()
 	if err != nil {
 		return []wire.GrantProblem{{File: ".", Problem: err.Error()}}
 	}

@@ -31,6 +31,13 @@ type States interface {
 	Write(id wire.SessionID, st policy.State) error
 }
 
+// Floor is what the broker needs of the taint floor (package state): every
+// decision uses a session's taint raised to it, and every result raises it.
+type Floor interface {
+	Level() (wire.DataClass, error)
+	Raise(c wire.DataClass) (wire.DataClass, error)
+}
+
 // Client is the loopd connection a request came on.
 type Client interface {
 	// Pending sends the pending_approval frame (not final).
@@ -52,6 +59,7 @@ type Broker struct {
 	Grants    *policy.GrantsDir // read at every decision
 	Audit     Audit
 	States    States
+	Floor     Floor
 	Approvals *approvals.Table
 	Runtime   runner.Runtime
 	TTL       time.Duration // how long an approval waits
@@ -59,7 +67,7 @@ type Broker struct {
 	// Log prints lines for the owner, together (brokerd's stderr).
 	Log func(lines ...string)
 
-	grantsNote, auditNote onceNote
+	grantsNote, auditNote, floorNote onceNote
 }
 
 // Handle answers req. It returns the final response, or nil when loopd left
@@ -69,10 +77,11 @@ type Broker struct {
 func (b *Broker) Handle(ctx context.Context, req wire.ToolRequest, c Client) wire.ToolResponse {
 	unlock := b.States.Lock(req.Session)
 	st, exists, damaged := b.readState(req.Session)
+	eff, damaged := b.effective(st, damaged)
 	now := b.Now()
-	d := b.Grants.Decide(req, st, wire.TimestampOf(now))
+	d := b.Grants.Decide(req, eff, wire.TimestampOf(now))
 	b.noteGrants(d)
-	seq, err := b.Audit.Append(decisionEvent(req, d, st, damaged))
+	seq, err := b.Audit.Append(decisionEvent(req, d, eff, damaged))
 	if err != nil {
 		unlock()
 		return b.auditFailed(err)
@@ -128,11 +137,14 @@ func (b *Broker) ask(ctx context.Context, req wire.ToolRequest, seq uint64, d po
 	var exists bool
 	switch a.Answer {
 	case wire.Approved:
-		// A damaged state gives the zero State: the re-decision denies it.
-		st, exists, _ = b.readState(req.Session)
+		// A damaged state or floor gives the zero State: the re-decision
+		// denies it.
+		var damaged bool
+		st, exists, damaged = b.readState(req.Session)
+		eff, _ := b.effective(st, damaged)
 		// Redecide fails only for a decision that is not a fresh ask, which
 		// d is; the zero Decision it returns then denies.
-		rd, _ = b.Grants.Redecide(d, st, wire.TimestampOf(b.Now()))
+		rd, _ = b.Grants.Redecide(d, eff, wire.TimestampOf(b.Now()))
 		b.noteGrants(rd)
 		rec = rd.Outcome()
 	case wire.Refused:
@@ -161,7 +173,8 @@ func (b *Broker) ask(ctx context.Context, req wire.ToolRequest, seq uint64, d po
 }
 
 // run runs an allowed decision (the session's lock held), raises the
-// session's state, records the result, and returns what loopd gets.
+// taint floor and the session's own state, records the result, and returns
+// what loopd gets. st is the session's own state, below the floor.
 func (b *Broker) run(ctx context.Context, req wire.ToolRequest, seq uint64, d policy.Decision, st policy.State, exists bool) wire.ToolResponse {
 	res, err := runner.Run(ctx, d, b.Runtime)
 	if err != nil {
@@ -173,17 +186,39 @@ func (b *Broker) run(ctx context.Context, req wire.ToolRequest, seq uint64, d po
 	// A failed run raises the taint too: the tool ran with the grant's
 	// access, and its failure message may quote what it saw.
 	after := state.Raise(st, res.Class, res.Untrusted)
+	// The floor first: once the content reaches loopd, every session of
+	// it may carry it, so no session may be decided below it from then on.
+	floor, err := b.Floor.Raise(after.Taint)
+	if err != nil {
+		b.floorUnwritable(err)
+		return wire.FailedResponse{Message: Unrecorded}
+	}
 	if !exists || after != st {
 		if err := b.States.Write(req.Session, after); err != nil {
 			b.stateUnwritable(req.Session, err)
 			return wire.FailedResponse{Message: Unrecorded}
 		}
 	}
-	if _, err := b.Audit.Append(resultEvent(req, seq, res, after)); err != nil {
+	if _, err := b.Audit.Append(resultEvent(req, seq, res, policy.State{Taint: max(after.Taint, floor), Untrusted: after.Untrusted})); err != nil {
 		b.auditFailed(err)
 		return wire.FailedResponse{Message: Unrecorded}
 	}
 	return res.Response
+}
+
+// effective is the state a session is decided in: its own, with the taint
+// raised to the floor. A damaged state, or a floor that could not be read,
+// gives the zero State, which policy denies (state_unreadable).
+func (b *Broker) effective(st policy.State, damaged bool) (policy.State, bool) {
+	if damaged {
+		return policy.State{}, true
+	}
+	floor, err := b.Floor.Level()
+	if err != nil {
+		b.floorDamaged(err)
+		return policy.State{}, true
+	}
+	return policy.State{Taint: max(st.Taint, floor), Untrusted: st.Untrusted}, false
 }
 
 // readState reads the session's state; a damaged file is reported, and

@@ -97,6 +97,19 @@ func (b *Broker) stateDamaged(id wire.SessionID, err error) {
 		runbook.See("broker-state-damaged"))
 }
 
+// floorDamaged reports, once per distinct error, a taint floor that could
+// not be read when brokerd started: every call is denied until it is fixed.
+func (b *Broker) floorDamaged(err error) {
+	if b.floorNote.first(err.Error()) {
+		b.Log("brokerd: the taint floor cannot be read; every tool call is denied: "+err.Error(), runbook.See("broker-floor-damaged"))
+	}
+}
+
+func (b *Broker) floorUnwritable(err error) {
+	b.Log("brokerd: the raised taint floor could not be written; the result is withheld: "+err.Error(),
+		runbook.See("broker-state-unwritable"))
+}
+
 func (b *Broker) stateUnwritable(id wire.SessionID, err error) {
 	b.Log("brokerd: session "+id.String()+": the raised taint could not be written; the result is withheld: "+err.Error(),
 		runbook.See("broker-state-unwritable"))

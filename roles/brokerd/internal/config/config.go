@@ -25,6 +25,9 @@ type Config struct {
 	// Podman is the tool runner (M3b). Without an image, brokerd runs no
 	// tool: every allowed call fails (runner.Refusing).
 	Podman podman.Config `toml:"podman"`
+	// File is the config file's absolute path, as read; no grant may reach
+	// it (Protected).
+	File string `toml:"-"`
 }
 
 // Paths are where brokerd keeps its state and reads grants.
@@ -33,6 +36,9 @@ type Paths struct {
 	Home string `toml:"home"`
 	// Grants is the directory of grant files, read at every decision.
 	Grants string `toml:"grants"`
+	// Secrets is where the secrets grants may name will be kept (M4).
+	// brokerd reads nothing there yet; no grant may reach it already.
+	Secrets string `toml:"secrets"`
 }
 
 // Sockets are brokerd's two listening sockets (M3a §6).
@@ -65,7 +71,9 @@ type Defaulter interface {
 const (
 	DefaultHome   = "/var/lib/boxmaker"
 	DefaultGrants = "/etc/boxmaker/grants"
-	DefaultTTLMs  = 900000 // 15 min
+	// DefaultSecrets is beside the grants, in the configuration directory.
+	DefaultSecrets = "/etc/boxmaker/secrets"
+	DefaultTTLMs   = 900000 // 15 min
 )
 
 // maxSocketPath is the longest path a Unix socket can bind: sun_path is 108
@@ -116,7 +124,8 @@ func (c *Config) fill(file string, data []byte, getenv func(string) string) erro
 	for _, p := range []struct {
 		key string
 		val *string
-	}{{"paths.home", &c.Paths.Home}, {"paths.grants", &c.Paths.Grants}, {"sockets.broker", &c.Sockets.Broker}, {"sockets.admin", &c.Sockets.Admin}} {
+	}{{"paths.home", &c.Paths.Home}, {"paths.grants", &c.Paths.Grants}, {"paths.secrets", &c.Paths.Secrets},
+		{"sockets.broker", &c.Sockets.Broker}, {"sockets.admin", &c.Sockets.Admin}} {
 		if *p.val != "" && !filepath.IsAbs(*p.val) {
 			return bad(p.key, fmt.Sprintf("%s must be an absolute path", p.key))
 		}
@@ -134,6 +143,16 @@ func (c *Config) fill(file string, data []byte, getenv func(string) string) erro
 	}
 	if c.Paths.Grants == "" {
 		c.Paths.Grants = DefaultGrants
+	}
+	if c.Paths.Secrets == "" {
+		c.Paths.Secrets = DefaultSecrets
+	}
+	if file != "" {
+		abs, err := filepath.Abs(file)
+		if err != nil {
+			return &wire.ConfigError{File: file, Problem: fmt.Sprintf("config file %q: %v", file, err)}
+		}
+		c.File = abs
 	}
 	if c.Sockets.Broker == "" {
 		c.Sockets.Broker = BrokerSocket(c.Paths.Home)

@@ -33,7 +33,9 @@ func TestParseFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Config{Paths{"/srv/bx", "/srv/grants"}, Sockets{"/srv/bx/b.sock", "/srv/bx/a.sock"}, Approvals{100}, podman.DefaultConfig()}
+	wd, _ := os.Getwd()
+	want := Config{Paths{"/srv/bx", "/srv/grants", DefaultSecrets}, Sockets{"/srv/bx/b.sock", "/srv/bx/a.sock"}, Approvals{100},
+		podman.DefaultConfig(), filepath.Join(wd, "brokerd.toml")}
 	if c != want {
 		t.Fatalf("got %+v, want %+v", c, want)
 	}
@@ -52,8 +54,10 @@ func TestDefaults(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			wd, _ := os.Getwd()
 			want := Config{
-				Paths:     Paths{tc.home, "/etc/boxmaker/grants"},
+				File:      filepath.Join(wd, "brokerd.toml"),
+				Paths:     Paths{tc.home, "/etc/boxmaker/grants", "/etc/boxmaker/secrets"},
 				Sockets:   Sockets{tc.home + "/run/loop-broker/broker.sock", tc.home + "/run/owner-broker/admin.sock"},
 				Approvals: Approvals{900000},
 				Podman:    podman.DefaultConfig(),

@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,6 +24,8 @@ import (
 	"boxmaker/roles/brokerd/internal/config"
 	"boxmaker/roles/brokerd/internal/runner"
 	"boxmaker/roles/brokerd/internal/state"
+	"boxmaker/runbook"
+	"boxmaker/wire"
 )
 
 // Options are what Start needs.
@@ -43,8 +46,10 @@ type Options struct {
 	// the state files under <home>/broker/sessions; RequestTimeout (30 s
 	// when zero) bounds the wait for a request frame; SweepEvery (1 s when
 	// zero) is how often expired approvals are ended.
-	AuditOpenFile  func(name string, flag int, perm fs.FileMode) (audit.File, error)
-	States         broker.States
+	AuditOpenFile func(name string, flag int, perm fs.FileMode) (audit.File, error)
+	States        broker.States
+	// Floor replaces the taint floor in <home>/broker/floor.json.
+	Floor          broker.Floor
 	RequestTimeout time.Duration
 	SweepEvery     time.Duration
 }
@@ -103,10 +108,40 @@ func Start(o Options) (*Server, error) {
 		}
 		states = st
 	}
+	floor := o.Floor
+	if floor == nil {
+		f, err := openFloor(cfg.Paths.Home, states)
+		if err != nil {
+			return nil, errors.Join(err, w.Close())
+		}
+		if err := f.Err(); err != nil {
+			s.log("brokerd: the taint floor cannot be read; every tool call is denied until it is fixed: "+err.Error(),
+				runbook.See("broker-floor-damaged"))
+		}
+		floor = f
+	}
+	// No grant may reach boxmaker's own files (policy's loading rule 9):
+	// what the config names, and what the runtime keeps (Podman's storage).
+	// The check_grants of admin.sock applies the same set.
+	paths := cfg.Protected()
+	if rp, ok := o.Runtime.(runtimePaths); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		more, err := rp.Protected(ctx)
+		cancel()
+		if err != nil {
+			return nil, errors.Join(err, w.Close())
+		}
+		paths = append(paths, more...)
+	}
+	protected, err := policy.NewProtected(paths)
+	if err != nil {
+		return nil, errors.Join(err, w.Close())
+	}
+	grants := policy.NewGrantsDir(cfg.Paths.Grants, protected)
 	table := approvals.New()
-	s.broker = &broker.Broker{Grants: policy.NewGrantsDir(cfg.Paths.Grants), Audit: w, States: states, Approvals: table,
+	s.broker = &broker.Broker{Grants: grants, Audit: w, States: states, Floor: floor, Approvals: table,
 		Runtime: o.Runtime, TTL: time.Duration(cfg.Approvals.TTLMs) * time.Millisecond, Now: now, Log: s.log}
-	s.admin = &admin.Admin{Grants: cfg.Paths.Grants, Approvals: table, Now: now}
+	s.admin = &admin.Admin{Grants: grants, Approvals: table, Now: now}
 
 	for _, l := range []struct {
 		sock socket
@@ -134,6 +169,35 @@ func Start(o Options) (*Server, error) {
 	s.wg.Go(func() { sweep(ctx, table, every, now) })
 	s.log(fmt.Sprintf("brokerd: serving %s and %s; grants from %s", cfg.Sockets.Broker, cfg.Sockets.Admin, cfg.Paths.Grants))
 	return s, nil
+}
+
+// runtimePaths is a runtime that keeps files of its own no grant may reach.
+type runtimePaths interface {
+	Protected(ctx context.Context) ([]policy.ProtectedPath, error)
+}
+
+// openFloor reads the taint floor in <home>/broker/, creating the directory
+// if need be. A floor with no file yet starts at the highest taint of the
+// session files, when states can say it: a home from before the
+// floor, whose loopd may hold a secret session, keeps it.
+func openFloor(home string, states broker.States) (*state.Floor, error) {
+	dir := filepath.Join(home, "broker")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	f := state.OpenFloor(filepath.Join(dir, "floor.json"))
+	if st, ok := states.(interface {
+		Highest() (wire.DataClass, error)
+	}); ok && f.Missing() {
+		high, err := st.Highest()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := f.Raise(high); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
 }
 
 // Stop closes both sockets and every connection, waits for every goroutine
