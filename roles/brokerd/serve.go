@@ -41,7 +41,7 @@ func (c *serveCmd) Run(e *env) error {
 	}()
 	open := func() (runner.Runtime, error) {
 		var err error
-		rt, err = newRuntime(ctx, cfg, c.Config, e.stderr)
+		rt, err = newRuntime(ctx, cfg, e.stderr)
 		return rt, err
 	}
 	err = serve.Run(ctx, serve.Options{Config: cfg, AcceptBreak: c.AcceptBreak, OpenRuntime: open, Stderr: e.stderr})

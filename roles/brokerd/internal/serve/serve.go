@@ -137,6 +137,12 @@ func Start(o Options) (*Server, error) {
 	if err != nil {
 		return nil, errors.Join(err, w.Close())
 	}
+	// The same set is the runtime's check at every mount, made on the
+	// objects it holds open, so an alias the loader cannot see (a bind
+	// mount, a symlink made later) is refused too.
+	if rp, ok := o.Runtime.(runtimeProtect); ok {
+		rp.Protect(pathStrings(paths))
+	}
 	grants := policy.NewGrantsDir(cfg.Paths.Grants, protected)
 	table := approvals.New()
 	s.broker = &broker.Broker{Grants: grants, Audit: w, States: states, Floor: floor, Approvals: table,
@@ -169,6 +175,18 @@ func Start(o Options) (*Server, error) {
 	s.wg.Go(func() { sweep(ctx, table, every, now) })
 	s.log(fmt.Sprintf("brokerd: serving %s and %s; grants from %s", cfg.Sockets.Broker, cfg.Sockets.Admin, cfg.Paths.Grants))
 	return s, nil
+}
+
+// runtimeProtect is a runtime that refuses, at every mount, the paths no
+// grant may reach (podman.Runtime.Protect).
+type runtimeProtect interface{ Protect(paths []string) }
+
+func pathStrings(ps []policy.ProtectedPath) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.Path
+	}
+	return out
 }
 
 // runtimePaths is a runtime that keeps files of its own no grant may reach.
