@@ -39,7 +39,7 @@ func noLeftovers(t *testing.T, r *Runtime) {
 // failed; this shows the values).
 func TestLimitsAreSeenInside(t *testing.T) {
 	r := testRuntime(t, func(c *Config) { c.MemoryBytes, c.Pids, c.NoFile = 96<<20, 40, 100 })
-	ans, err := r.run(context.Background(), container{name: newName(), scope: r.scope, tool: "probe"}, probeRequest())
+	ans, err := r.run(context.Background(), r.containerFor("probe"), probeRequest())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestOutputIsCapped(t *testing.T) {
 // be is cut off, whatever it says.
 func TestAnswerTooLongFails(t *testing.T) {
 	r := testRuntime(t, func(c *Config) { c.OutputBytes = 1 })
-	_, err := r.run(context.Background(), container{name: newName(), scope: r.scope, tool: "shell"},
+	_, err := r.run(context.Background(), r.containerFor("shell"),
 		[]byte(`{"tool":"shell","path":null,"content":null,"command":"head -c 200000 /dev/zero | tr \\\\0 y >/proc/1/fd/1","cwd":null,"url":null,"proxy":null,"output_bytes":1}`+"\n"))
 	if err == nil || !strings.Contains(err.Error(), "longer than") {
 		t.Fatalf("%v", err)

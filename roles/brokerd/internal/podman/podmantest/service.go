@@ -96,6 +96,10 @@ func start() (string, error) {
 		"--tmpdir", filepath.Join(dir, "tmp"), "--runtime", "runc", "--cgroup-manager", "cgroupfs",
 		"--events-backend", "file", "system", "service", "--time=0", "unix://"+sock)
 	cmd.Env = append(os.Environ(), "CONTAINERS_CONF="+conf)
+	// conmon writes a file named "oom" into the service's working
+	// directory when a container is OOM-killed: never the test's (the
+	// package's source directory).
+	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = log, log
 	// The service ends with this process, even if it dies without Stop.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
