@@ -60,8 +60,9 @@ func Socket(t testing.TB) string {
 }
 
 // PrivateSocket is Socket, but always this process's own service, never
-// the shared one: for a test that runs brokerd's startup, whose cleanup
-// removes every container with brokerd's label on the service it uses.
+// the shared one: for a test that wants a service no other process uses.
+// (brokerd's startup cleanup removes only its own instance's containers,
+// so it no longer needs one.)
 func PrivateSocket(t testing.TB) string {
 	t.Helper()
 	service.once.Do(func() { service.socket, service.err = start() })
