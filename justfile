@@ -16,8 +16,9 @@ gate: && fuzz-short
     go run ./internal/gate gofmt
     go vet ./...
     go tool staticcheck ./...
-    go run ./internal/gate imports filelen deps licences runbook
+    go run ./internal/gate imports filelen deps licences runbook stray
     go test -race ./...
+    go run ./internal/gate stray
 
 # Build bin/boxmaker and its role symlinks beside it. Static (no cgo), so
 # that brokerd image build can put it into the tool image as the toolkit.

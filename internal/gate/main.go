@@ -33,6 +33,7 @@ var checks = []check{
 	{"filelen", "no tracked .go file is over 500 lines", checkFileLen},
 	{"deps", "every go.mod requirement is in docs/dependencies.md with its version, licence and reason", checkDeps},
 	{"licences", "every module linked into what we ship (go list -deps -test=false ./... tool) has an allowlisted licence, read from its text", checkLicences},
+	{"stray", "no file that a misplaced process writes (Podman's oom marker) is in the repository", checkStray},
 	{"runbook", "every runbook anchor named in Go source has a five-part entry in docs/runbook.md", checkRunbook},
 }
 

@@ -201,11 +201,14 @@ func (h *Harness) Stop() error {
 	return err
 }
 
-// Leftovers counts boxmaker's containers that still exist.
+// Leftovers counts boxmaker's containers that still exist: every container
+// with a boxmaker.scope label, whichever brokerd made it and whether or not
+// it was for a call (the startup probe's is not). It once listed only
+// boxmaker.call, which brokerd never set, so it could never fail.
 func (h *Harness) Leftovers() (int, error) { return h.leftovers(false) }
 
 func (h *Harness) leftovers(remove bool) (int, error) {
-	out, err := h.podmanCLI("ps", "-a", "-q", "--filter", "label=boxmaker.call").Output()
+	out, err := h.podmanCLI("ps", "-a", "-q", "--filter", "label=boxmaker.scope").Output()
 	if err != nil {
 		return 0, fmt.Errorf("harness: listing containers: %w", err)
 	}
@@ -225,7 +228,13 @@ func (h *Harness) podmanCLI(args ...string) *exec.Cmd {
 }
 
 func (h *Harness) spawn(name, bin string, args ...string) (*proc, error) {
+	return h.spawnIn("", name, bin, args...)
+}
+
+// spawnIn is spawn with dir as the working directory ("" for this one's).
+func (h *Harness) spawnIn(dir, name, bin string, args ...string) (*proc, error) {
 	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "BOXMAKER_HOME="+h.Home,
 		"CONTAINERS_CONF="+filepath.Join(h.Home, "podman", "containers.conf"))
 	w := &prefixWriter{w: h.o.Log, prefix: name + ": "}

@@ -3,6 +3,7 @@ package harness_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +37,12 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)
+	}
+	// conmon's OOM marker: the harness's Podman service must run in its
+	// own directory, never this one.
+	if _, err := os.Lstat("oom"); err == nil {
+		fmt.Fprintln(os.Stderr, "FAIL: an \"oom\" file appeared in the package directory: a Podman service ran here")
+		code = 1
 	}
 	os.Exit(code)
 }

@@ -79,7 +79,10 @@ func (h *Harness) writeHome() error {
 
 func (h *Harness) startPodman(ctx context.Context) error {
 	root := filepath.Join(h.Home, "podman")
-	p, err := h.spawn("podman", "podman", "--root", filepath.Join(root, "storage"), "--runroot", filepath.Join(root, "run"),
+	// In its own directory: conmon writes an "oom" file into the service's
+	// working directory when a container is OOM-killed, and the harness
+	// runs from the repository.
+	p, err := h.spawnIn(root, "podman", "podman", "--root", filepath.Join(root, "storage"), "--runroot", filepath.Join(root, "run"),
 		"system", "service", "--time=0", "unix://"+h.podmanSocket())
 	if err != nil {
 		return err

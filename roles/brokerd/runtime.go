@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"boxmaker/roles/brokerd/internal/config"
 	"boxmaker/roles/brokerd/internal/podman"
@@ -14,14 +15,17 @@ import (
 // chosen. With a [podman] image in brokerd.toml it is the Podman runner,
 // which refuses to start unless the image is the one named and the limits
 // are seen enforced; the containers a crashed brokerd left are removed
-// first. Without an image nothing runs: every allowed call fails, and
+// first (only this brokerd instance's: another brokerd on the same
+// service keeps its running calls). Without an image nothing runs: every allowed call fails, and
 // brokerd says so at startup. serve closes a runtime that is an io.Closer.
 func newRuntime(ctx context.Context, cfg config.Config, stderr io.Writer) (runner.Runtime, error) {
 	if cfg.Podman.Image == "" {
 		fmt.Fprintln(stderr, "brokerd: no [podman] image in the config: no tool will run, every allowed call fails")
 		return runner.Refusing{}, nil
 	}
-	rt, err := podman.New(ctx, cfg.Podman, stderr)
+	// <home>/broker/podman: the instance id that scopes this brokerd's
+	// containers, and the tool containers' seccomp profile.
+	rt, err := podman.New(ctx, cfg.Podman, stderr, filepath.Join(cfg.Paths.Home, "broker", "podman"))
 	if err != nil {
 		return nil, err
 	}

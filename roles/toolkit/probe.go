@@ -27,6 +27,7 @@ func probe() Response {
 	line("nonewprivs", status["NoNewPrivs"])
 	line("interfaces", interfaces())
 	line("rootfs", rootfsMode())
+	probeContainment(line)
 	return result(b.String())
 }
 

@@ -67,7 +67,7 @@ func TestHTTPFetchInAContainer(t *testing.T) {
 
 	cfg := podman.DefaultConfig()
 	cfg.Socket, cfg.Image, cfg.TimeoutMS = socket, podmantest.Image(t, socket), 15_000
-	rt, err := podman.New(context.Background(), cfg, nil)
+	rt, err := podman.New(context.Background(), cfg, nil, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,9 @@ import (
 //	pids = 64
 //	nofile = 256
 //	output_bytes = 65536
+//	cpu_millicores = 1000
+//	file_bytes = 67108864
+//	tmpfs_bytes = 67108864
 //	user = "65534:65534"
 type Config struct {
 	// Socket is the Podman service's API socket, as a unix:// URL.
@@ -39,6 +42,18 @@ type Config struct {
 	// OutputBytes caps a result's content; a longer one is cut and marked
 	// truncated.
 	OutputBytes int64 `toml:"output_bytes"`
+	// CPUMillicores is the container's CPU quota, in thousandths of a
+	// CPU: 1000 is one whole CPU, whatever the threads do.
+	CPUMillicores int64 `toml:"cpu_millicores"`
+	// FileBytes is RLIMIT_FSIZE: no process of the tool can make a file
+	// longer than this, in a writable grant or on a tmpfs. It bounds each
+	// file, not their sum (docs/decisions.md, "What limits a tool's
+	// writes").
+	FileBytes int64 `toml:"file_bytes"`
+	// TmpfsBytes is the size of each of the tmpfs on /tmp and /var/tmp
+	// (and the cap on /run's); their pages also count against
+	// MemoryBytes, so the smaller of the two is what holds.
+	TmpfsBytes int64 `toml:"tmpfs_bytes"`
 	// User is the numeric "uid:gid" the tools run as inside the container;
 	// never 0. A writable mount must be writable by it: set it to the
 	// owner's uid:gid so that write_file and shell write as the owner
@@ -57,6 +72,9 @@ const (
 	DefaultPids        = 64
 	DefaultNoFile      = 256
 	DefaultOutputBytes = 64 << 10
+	DefaultCPU         = 1000
+	DefaultFileBytes   = 64 << 20
+	DefaultTmpfsBytes  = 64 << 20
 	DefaultUser        = "65534:65534"
 )
 
@@ -67,6 +85,10 @@ const (
 	minPids        = 16       // the Go runtime in the toolkit needs a few threads
 	minNoFile      = 16
 	maxOutputBytes = 512 << 10 // the answer must fit a 1 MiB frame, escaped
+	minCPU         = 10        // 1% of a CPU: the toolkit must still start within the timeout
+	maxCPU         = 64_000
+	minFileBytes   = 1 << 20 // write_file's content alone can be most of a frame
+	minTmpfsBytes  = 1 << 20
 )
 
 var (
@@ -94,7 +116,8 @@ func (c *Config) fill() {
 		v   *int64
 		def int64
 	}{{&c.TimeoutMS, DefaultTimeoutMS}, {&c.MemoryBytes, DefaultMemoryBytes}, {&c.Pids, DefaultPids},
-		{&c.NoFile, DefaultNoFile}, {&c.OutputBytes, DefaultOutputBytes}} {
+		{&c.NoFile, DefaultNoFile}, {&c.OutputBytes, DefaultOutputBytes}, {&c.CPUMillicores, DefaultCPU},
+		{&c.FileBytes, DefaultFileBytes}, {&c.TmpfsBytes, DefaultTmpfsBytes}} {
 		if *f.v == 0 {
 			*f.v = f.def
 		}
@@ -131,6 +154,15 @@ func (c *Config) Check() error {
 	}
 	if c.OutputBytes < 1 || c.OutputBytes > maxOutputBytes {
 		bad("output_bytes must be 1 to %d", maxOutputBytes)
+	}
+	if c.CPUMillicores < minCPU || c.CPUMillicores > maxCPU {
+		bad("cpu_millicores must be %d to %d (1000 is one CPU)", minCPU, maxCPU)
+	}
+	if c.FileBytes < minFileBytes {
+		bad("file_bytes must be at least %d", minFileBytes)
+	}
+	if c.TmpfsBytes < minTmpfsBytes {
+		bad("tmpfs_bytes must be at least %d", minTmpfsBytes)
 	}
 	if uid, _, ok := strings.Cut(c.User, ":"); !userID.MatchString(c.User) || !ok {
 		bad("user must be a numeric uid:gid, like %q", DefaultUser)

@@ -37,7 +37,7 @@ func startBrokerd(t testing.TB) *brokerd {
 	socket := podmantest.PrivateSocket(t)
 	pc := podman.DefaultConfig()
 	pc.Socket, pc.Image, pc.TimeoutMS = socket, podmantest.Image(t, socket), 10_000
-	rt, err := podman.New(context.Background(), pc, os.Stderr)
+	rt, err := podman.New(context.Background(), pc, os.Stderr, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func TestCheckImage(t *testing.T) {
 	// New refuses to start without the image, so brokerd serve does too.
 	c := cfg
 	c.Image = "sha256:" + strings.Repeat("0", 64)
-	if _, err := New(context.Background(), c, nil); !errors.Is(err, ErrImage) {
+	if _, err := New(context.Background(), c, nil, t.TempDir()); !errors.Is(err, ErrImage) {
 		t.Errorf("New: %v", err)
 	}
 }

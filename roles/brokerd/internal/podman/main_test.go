@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"boxmaker/policy"
@@ -14,8 +15,42 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	defer podmantest.Stop()
-	m.Run()
+	code := m.Run()
+	podmantest.Stop()
+	if profile.dir != "" {
+		os.RemoveAll(profile.dir)
+	}
+	// conmon writes "oom" into the Podman service's working directory when
+	// a container is OOM-killed, as TestMemoryLimitHolds does: it must
+	// never be this package's directory (podmantest starts the service in
+	// its own).
+	if _, err := os.Lstat("oom"); err == nil {
+		fmt.Fprintln(os.Stderr, "FAIL: an \"oom\" file appeared in the package directory: a Podman service ran here")
+		code = 1
+	}
+	os.Exit(code)
+}
+
+var profile struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// testProfile is the tool containers' seccomp profile, written once per
+// process, as New writes it into brokerd's state directory.
+func testProfile(t testing.TB) string {
+	t.Helper()
+	profile.once.Do(func() {
+		if profile.dir, profile.err = os.MkdirTemp("", "bxseccomp-"); profile.err == nil {
+			profile.path, profile.err = writeSeccompProfile(profile.dir)
+		}
+	})
+	if profile.err != nil {
+		t.Fatal(profile.err)
+	}
+	return profile.path
 }
 
 // testScope labels this process's containers, so that its cleanup and its
@@ -31,7 +66,7 @@ func testRuntime(t testing.TB, edit func(*Config)) *Runtime {
 	if edit != nil {
 		edit(&cfg)
 	}
-	r, err := newRuntime(context.Background(), cfg, testLog{t}, testScope)
+	r, err := newRuntime(context.Background(), cfg, testLog{t}, testScope, testProfile(t))
 	if err != nil {
 		t.Fatal(err)
 	}

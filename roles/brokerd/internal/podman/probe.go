@@ -18,14 +18,18 @@ var ErrLimits = errors.New("podman: a tool container does not hold the configure
 // brokerd does not believe a limit it cannot see enforced (rootless Podman
 // on cgroup v1 ignores memory and process limits with only a warning).
 func (r *Runtime) CheckLimits(ctx context.Context) error {
-	ans, err := r.run(ctx, container{name: newName(), scope: r.scope, tool: "probe"}, probeRequest())
+	ans, err := r.run(ctx, r.containerFor("probe"), probeRequest())
 	if err != nil {
 		return err
 	}
 	if ans.Status != "result" {
 		return fmt.Errorf("%w: the probe failed: %s; %s", ErrLimits, ans.Text, runbook.See("tool-limits-not-enforced"))
 	}
-	if problems := r.limitProblems(parseProbe(ans.Text)); len(problems) > 0 {
+	seen := parseProbe(ans.Text)
+	if problems := nsProblems(seen); len(problems) > 0 {
+		return fmt.Errorf("%w: %s; %s", ErrNamespaces, strings.Join(problems, "; "), runbook.See("tool-namespaces-allowed"))
+	}
+	if problems := append(r.limitProblems(seen), r.containProblems(seen)...); len(problems) > 0 {
 		return fmt.Errorf("%w: %s; %s", ErrLimits, strings.Join(problems, "; "), runbook.See("tool-limits-not-enforced"))
 	}
 	return nil

@@ -258,7 +258,7 @@ func TestCleanupLeftovers(t *testing.T) {
 	// What a brokerd killed mid-call leaves: one container created and not
 	// started, one running.
 	for i, start := range []bool{false, true} {
-		sg := specFor(r.cfg, container{name: newName(), scope: r.scope, tool: "shell"})
+		sg := specFor(r.cfg, r.containerFor("shell"))
 		sg.Stdin = nil
 		sg.Entrypoint = []string{"/bin/sleep", "60"}
 		created, err := containers.CreateWithSpec(conn, sg, nil)

@@ -31,7 +31,6 @@ import (
 	"boxmaker/roles/brokerd/internal/egress"
 	"boxmaker/roles/brokerd/internal/runner"
 	"boxmaker/runbook"
-	"boxmaker/wire"
 )
 
 // Runtime runs tool calls in Podman containers. It is safe for concurrent
@@ -40,7 +39,9 @@ import (
 type Runtime struct {
 	cfg   Config
 	log   io.Writer
-	scope string // labelScope's value
+	scope string // labelScope's value: this brokerd instance's (instance.go)
+	// seccomp is the seccomp profile's path (seccomp.go).
+	seccomp string
 	// egressDir is where egress proxies make their socket directories;
 	// "" is the system's temporary directory.
 	egressDir string
@@ -59,19 +60,25 @@ const removeTimeout = 30 * time.Second
 // New checks cfg, connects to the Podman service, checks that the tool
 // image is the one cfg names, and runs a probe container to see that the
 // limits hold. brokerd calls it at startup; an error says what is wrong
-// and ends with its runbook line.
-func New(ctx context.Context, cfg Config, log io.Writer) (*Runtime, error) {
-	return newRuntime(ctx, cfg, log, defaultScope)
+// and ends with its runbook line. stateDir is brokerd's own directory for
+// the runtime: its instance id, which scopes its containers, and the
+// seccomp profile (instance.go).
+func New(ctx context.Context, cfg Config, log io.Writer, stateDir string) (*Runtime, error) {
+	scope, profile, err := prepareStateDir(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	return newRuntime(ctx, cfg, log, scope, profile)
 }
 
-func newRuntime(ctx context.Context, cfg Config, log io.Writer, scope string) (*Runtime, error) {
+func newRuntime(ctx context.Context, cfg Config, log io.Writer, scope, seccomp string) (*Runtime, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, fmt.Errorf("podman: [podman] %w", err)
 	}
 	if log == nil {
 		log = io.Discard
 	}
-	r := &Runtime{cfg: cfg, log: log, scope: scope}
+	r := &Runtime{cfg: cfg, log: log, scope: scope, seccomp: seccomp}
 	if err := CheckImage(ctx, cfg); err != nil {
 		return nil, err
 	}
@@ -101,14 +108,6 @@ func (r *Runtime) protectedPaths() []string {
 // it returns.
 func (r *Runtime) Close() error { return nil }
 
-type callKey struct{}
-
-// WithCall records which call a run is for, so its container is labelled
-// boxmaker.call=<session>/<call> for whoever lists containers.
-func WithCall(ctx context.Context, session wire.SessionID, call wire.CallID) context.Context {
-	return context.WithValue(ctx, callKey{}, fmt.Sprintf("%s/%d", session, call))
-}
-
 // Run runs one call. A RunSpec that runner.Run did not build is refused.
 func (r *Runtime) Run(ctx context.Context, s *runner.RunSpec) (runner.Output, error) {
 	if !s.Valid() {
@@ -128,8 +127,8 @@ func (r *Runtime) Run(ctx context.Context, s *runner.RunSpec) (runner.Output, er
 	if err != nil {
 		return runner.Output{}, runner.Failed(err.Error())
 	}
-	call, _ := ctx.Value(callKey{}).(string)
-	c := container{name: newName(), scope: r.scope, call: call, tool: s.Tool().String(), mounts: s.Mounts()}
+	c := r.containerFor(s.Tool().String())
+	c.call, c.mounts = callLabel(s.Call()), s.Mounts()
 	var proxy *egress.Proxy
 	if hosts, ok := s.Egress(); ok {
 		if proxy, err = egress.Start(r.egressDir, hosts); err != nil {

@@ -15,10 +15,6 @@ const (
 	labelTool  = "boxmaker.tool"
 )
 
-// defaultScope is labelScope's value for brokerd. Tests use their own, so
-// that a test's cleanup never touches another process's containers.
-const defaultScope = "brokerd"
-
 // Paths inside the container.
 const (
 	toolkitPath = "/bin/toolkit"
@@ -42,6 +38,8 @@ type container struct {
 	tool   string
 	mounts []runner.Mount
 	egress string // the proxy's socket on the host; "" for no egress
+	// seccomp is the profile's path on the host (seccomp.go).
+	seccomp string
 }
 
 // specFor is the whole container, from a RunSpec's mounts and egress and
@@ -87,9 +85,6 @@ func specFor(cfg Config, c container) *specgen.SpecGenerator {
 	s.NoNewPrivileges = &t
 	s.Privileged = &f
 	s.ReadOnlyFilesystem = &t
-	// tmpfs on /tmp, /var/tmp and /run: scratch space for commands,
-	// inside the memory limit.
-	s.ReadWriteTmpfs = &t
 
 	// "bind", not "rbind": the grant's folder and nothing mounted below it
 	// on the host.
@@ -119,5 +114,7 @@ func specFor(cfg Config, c container) *specgen.SpecGenerator {
 	// Podman's own kill after the wall time, in whole seconds: a backstop
 	// for a brokerd that died mid-call. brokerd stops it at TimeoutMS.
 	s.Timeout = uint((cfg.TimeoutMS+999)/1000 + 1)
+	// tmpfs on /tmp, /var/tmp and /run, seccomp, CPU and file size.
+	contain(s, cfg, c.seccomp)
 	return s
 }

@@ -43,7 +43,7 @@ func TestGoldenSpecs(t *testing.T) {
 		grants := grantDir(t, map[string]string{"g.toml": grant(tc.tool, tc.grant)})
 		call(t, rec, grants, tc.tool, tc.args)
 		s := rec.Specs()[0]
-		c := container{name: newName(), scope: defaultScope, call: "s-1/1", tool: s.Tool().String(), mounts: s.Mounts()}
+		c := container{name: newName(), scope: "brokerd-0123456789abcdef0123456789abcdef", seccomp: "/var/lib/boxmaker/broker/podman/seccomp.json", call: "s-1/1", tool: s.Tool().String(), mounts: s.Mounts()}
 		if _, ok := s.Egress(); ok {
 			c.egress = "/tmp/boxmaker-egress-1234/egress.sock" // as egress.Start names it
 		}
@@ -104,7 +104,7 @@ func TestSpecInvariants(t *testing.T) {
 		rec := &runnertest.Recording{}
 		call(t, rec, grantDir(t, map[string]string{"g.toml": grant(tc.tool, tc.grant)}), tc.tool, tc.args)
 		rs := rec.Specs()[0]
-		c := container{name: "n", scope: "x", tool: tc.tool, mounts: rs.Mounts()}
+		c := container{name: "n", scope: "x", tool: tc.tool, mounts: rs.Mounts(), seccomp: "/p/seccomp.json"}
 		if _, ok := rs.Egress(); ok {
 			c.egress = "/tmp/e/egress.sock"
 		}
@@ -113,7 +113,8 @@ func TestSpecInvariants(t *testing.T) {
 			s.User != DefaultUser || *s.Privileged || *s.EnvHost || *s.HTTPProxy || s.LogConfiguration.Driver != "none" {
 			t.Errorf("%s: isolation settings lost: %+v", tc.tool, s)
 		}
-		if *s.ResourceLimits.Memory.Limit != cfg.MemoryBytes || s.ResourceLimits.Pids.Limit != cfg.Pids || len(s.Rlimits) != 2 {
+		if *s.ResourceLimits.Memory.Limit != cfg.MemoryBytes || s.ResourceLimits.Pids.Limit != cfg.Pids || len(s.Rlimits) != 3 ||
+			*s.ResourceLimits.CPU.Quota != cfg.CPUMillicores*100 || s.SeccompProfilePath != "/p/seccomp.json" {
 			t.Errorf("%s: limits lost", tc.tool)
 		}
 		var want []string
@@ -128,11 +129,19 @@ func TestSpecInvariants(t *testing.T) {
 			want = append(want, c.egress+"="+egressPath+":rw")
 		}
 		var got []string
+		var tmpfs []string
 		for _, m := range s.Mounts {
+			if m.Type == "tmpfs" {
+				tmpfs = append(tmpfs, m.Destination+":"+strings.Join(m.Options[:3], ","))
+				continue
+			}
 			got = append(got, m.Source+"="+m.Destination+":"+m.Options[1])
 			if m.Options[0] != "bind" {
 				t.Errorf("%s: %s is mounted %q, not a non-recursive bind", tc.tool, m.Destination, m.Options[0])
 			}
+		}
+		if strings.Join(tmpfs, " ") != "/tmp:rw,nosuid,nodev /var/tmp:rw,nosuid,nodev /run:rw,nosuid,nodev" {
+			t.Errorf("%s: tmpfs mounts %v", tc.tool, tmpfs)
 		}
 		if strings.Join(got, " ") != strings.Join(want, " ") || len(s.Volumes)+len(s.OverlayVolumes)+len(s.ImageVolumes) != 0 {
 			t.Errorf("%s: mounts %v, want %v", tc.tool, got, want)

@@ -27,6 +27,10 @@ type RunSpec struct {
 	args   policy.Args
 	mounts []Mount
 	egress []string // the grant's host patterns; nil means no network at all
+	// session and call are the request's, so that whatever the runtime
+	// makes for the run (a container) can be labelled with them.
+	session wire.SessionID
+	call    wire.CallID
 }
 
 // Valid reports whether the spec was built by Run: only Run sets a tool.
@@ -46,6 +50,9 @@ func (s *RunSpec) Mounts() []Mount { return slices.Clone(s.mounts) }
 func (s *RunSpec) Egress() (hosts []string, ok bool) {
 	return slices.Clone(s.egress), s.egress != nil
 }
+
+// Call is the session and call the run is for.
+func (s *RunSpec) Call() (wire.SessionID, wire.CallID) { return s.session, s.call }
 
 // Output is what a tool produced, already capped by the runtime.
 type Output struct {
@@ -100,11 +107,13 @@ var ErrNotAllowed = errors.New("runner: the decision does not allow a run")
 // Run claims d (once: a second Run of the same decision, or of a copy,
 // fails) and runs it on rt. Nothing reaches rt unless the claim succeeds.
 func Run(ctx context.Context, d policy.Decision, rt Runtime) (Result, error) {
+	req := d.Request()
 	a, err := d.Claim()
 	if err != nil {
 		return Result{}, errors.Join(ErrNotAllowed, err)
 	}
 	spec := specFor(a)
+	spec.session, spec.call = req.Session, req.Call
 	res := Result{Class: a.ResultClass(), Untrusted: a.Untrusted(), Grant: a.GrantID()}
 	out, err := rt.Run(ctx, spec)
 	if err != nil {

@@ -60,8 +60,9 @@ func Socket(t testing.TB) string {
 }
 
 // PrivateSocket is Socket, but always this process's own service, never
-// the shared one: for a test that runs brokerd's startup, whose cleanup
-// removes every container with brokerd's label on the service it uses.
+// the shared one: for a test that wants a service no other process uses.
+// (brokerd's startup cleanup removes only its own instance's containers,
+// so it no longer needs one.)
 func PrivateSocket(t testing.TB) string {
 	t.Helper()
 	service.once.Do(func() { service.socket, service.err = start() })
@@ -96,6 +97,10 @@ func start() (string, error) {
 		"--tmpdir", filepath.Join(dir, "tmp"), "--runtime", "runc", "--cgroup-manager", "cgroupfs",
 		"--events-backend", "file", "system", "service", "--time=0", "unix://"+sock)
 	cmd.Env = append(os.Environ(), "CONTAINERS_CONF="+conf)
+	// conmon writes a file named "oom" into the service's working
+	// directory when a container is OOM-killed: never the test's (the
+	// package's source directory).
+	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = log, log
 	// The service ends with this process, even if it dies without Stop.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
