@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
@@ -146,9 +147,14 @@ func (c *Client) TokenizeEach(ctx context.Context, texts []string, parseSpecial 
 	return res, nil
 }
 
+// tokenizeTimeout is the least time a /tokenize request is given: a batch
+// of the vocabulary takes the server a second or two on two busy cores, so
+// a short reply timeout (meant for a chat's first token) must not cut it.
+const tokenizeTimeout = time.Minute
+
 // post sends body to path and decodes the JSON answer into v.
 func (c *Client) post(ctx context.Context, path string, body []byte, v any) error {
-	ctx, cancel := context.WithTimeout(ctx, c.ReplyTimeout)
+	ctx, cancel := context.WithTimeout(ctx, max(c.ReplyTimeout, tokenizeTimeout))
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, bytes.NewReader(body))
 	if err != nil {
