@@ -63,6 +63,8 @@ var Markers = []string{
 // text than a dozen.
 type Set struct {
 	root    *node
+	rev     *node // every marker reversed, for the start of a text
+	maxLen  int   // the longest marker, in bytes
 	markers int
 }
 
@@ -77,7 +79,7 @@ type node struct {
 // character marker could not be broken at all (the derivation never passes
 // one; see docs/decisions.md).
 func NewSet(extra []string) (*Set, error) {
-	s := &Set{root: &node{}}
+	s := &Set{root: &node{}, rev: &node{}}
 	for _, list := range [][]string{Markers, extra} {
 		for _, m := range list {
 			if err := s.add(m); err != nil {
@@ -94,21 +96,31 @@ func (s *Set) add(m string) error {
 	}
 	n := s.root
 	for i := 0; i < len(m); i++ {
-		c := n.next[m[i]]
-		if c == nil {
-			if n.next == nil {
-				n.next = map[byte]*node{}
-			}
-			c = &node{}
-			n.next[m[i]] = c
-		}
-		n = c
+		n = n.child(m[i])
 	}
 	if !n.end {
 		s.markers++
 	}
 	n.end = true
+	r := s.rev
+	for i := len(m) - 1; i >= 0; i-- {
+		r = r.child(m[i])
+	}
+	r.end = true
+	s.maxLen = max(s.maxLen, len(m))
 	return nil
+}
+
+func (n *node) child(b byte) *node {
+	c := n.next[b]
+	if c == nil {
+		if n.next == nil {
+			n.next = map[byte]*node{}
+		}
+		c = &node{}
+		n.next[b] = c
+	}
+	return c
 }
 
 // Len is the number of distinct markers, the floor's included.
@@ -135,7 +147,8 @@ func Neutralise(s string) string { return floor.Neutralise(s) }
 func Contains(s string) bool { return floor.Contains(s) }
 
 // Neutralise returns s with a ZWSP after the first character of every
-// marker occurrence. Text without markers is returned unchanged (and
+// marker occurrence, and at an end of s that could join the template's
+// text into a marker. Text without markers is returned unchanged (and
 // unallocated). Overlapping occurrences are each broken, because the scan
 // resumes right after a match's first character.
 func (set *Set) Neutralise(s string) string {
@@ -154,11 +167,53 @@ func (set *Set) Neutralise(s string) string {
 		last = i + n
 		i += n - 1
 	}
-	if last == 0 {
-		return s
+	out := s
+	if last > 0 {
+		b.WriteString(s[last:])
+		out = b.String()
 	}
-	b.WriteString(s[last:])
-	return b.String()
+	// The template's own text comes right before and after: a marker could
+	// start at the end of this text and end in the template's text, or the
+	// other way round. A ZWSP closes an end that is the beginning of a
+	// marker, and opens a start that is the end of one.
+	if set.endsInMarker(out) {
+		out += ZWSP
+	}
+	if set.startsInMarker(out) {
+		out = ZWSP + out
+	}
+	return out
+}
+
+// endsInMarker reports whether s ends with a proper beginning of a marker.
+func (set *Set) endsInMarker(s string) bool {
+	for i := max(0, len(s)-set.maxLen+1); i < len(s); i++ {
+		n := set.root
+		j := i
+		for ; j < len(s) && n != nil; j++ {
+			n = n.next[s[j]]
+		}
+		if n != nil && len(n.next) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// startsInMarker reports whether s starts with a proper end of a marker.
+func (set *Set) startsInMarker(s string) bool {
+	for k := 0; k < min(len(s), set.maxLen-1); k++ {
+		// s[:k+1] is the end of a marker if, read backwards, it is a
+		// path in rev that goes on.
+		n := set.rev
+		for j := k; j >= 0 && n != nil; j-- {
+			n = n.next[s[j]]
+		}
+		if n != nil && len(n.next) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // startsAt reports whether a marker starts at s[i:].

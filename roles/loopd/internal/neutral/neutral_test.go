@@ -79,9 +79,11 @@ func TestSet(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"x[PAD151665]y", "x[\u200bPAD151665]y"},
 		{"\u27e8turn\u27e9", "\u27e8\u200bturn\u27e9"},
-		{"\uff5cab", "\uff5c\u200bab"},
+		{"x\uff5cab", "x\uff5c\u200bab"},
 		{"<abc>", "<\u200babc>"},
-		{"[PAD1516", "[PAD1516"},
+		// An end that could join the template's text into a marker.
+		{"text [PAD1516", "text [PAD1516\u200b"},
+		{"51665] text", "\u200b51665] text"},
 	} {
 		if got := s.Neutralise(tc.in); got != tc.want || s.Contains(got) {
 			t.Errorf("Neutralise(%q) = %q, want %q", tc.in, got, tc.want)
@@ -93,6 +95,23 @@ func TestSet(t *testing.T) {
 	for _, bad := range []string{"x", "\u27e8", "", "a\u200bb", "\xff\xfe"} {
 		if _, err := NewSet([]string{bad}); err == nil {
 			t.Errorf("NewSet accepted %q", bad)
+		}
+	}
+}
+
+// The floor's ends: a text that ends with the start of a marker or starts
+// with the end of one gets a ZWSP there; other texts are left alone.
+func TestEnds(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"result: <tool_", "result: <tool_\u200b"},
+		{"call> more", "\u200bcall> more"},
+		{"|im_end|>", "\u200b|im_end|>"},
+		{"a [/INS", "a [/INS\u200b"},
+		{"a < b", "a < b"},
+		{"tool_call is a word", "tool_call is a word"},
+	} {
+		if got := Neutralise(tc.in); got != tc.want {
+			t.Errorf("Neutralise(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }

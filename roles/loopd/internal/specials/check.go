@@ -9,15 +9,23 @@ import (
 // Check asks the model server, before a request is sent, whether any of
 // texts (untrusted text as neutralised for the request) would still bring
 // in a special token: it tokenizes them with special parsing, as the server
-// will read the prompt, and without. Any control token of the model served
-// now (whichever it is) makes the two differ; any token Derive found
-// special is refused by id; and the probe (a few known special tokens) must
-// come back as the same ids, or the server is serving a different model
-// than the one loopd learnt at startup. Any failure, including not being
+// will read the prompt, and without. The server must still serve the model
+// Derive learnt (its name and size in /v1/models, and a few known special
+// tokens, the probe, coming back as the same ids); any control token of the
+// model served makes the two tokenizations differ; and any token Derive
+// found special is refused by id. Any failure, including not being
 // able to ask, is an error: the request is not sent.
 func (v *Vocabulary) Check(ctx context.Context, tk Tokenizer, texts []string) error {
 	if len(texts) == 0 {
 		return nil
+	}
+	model, n, err := tk.Vocab(ctx)
+	if err != nil {
+		return &Error{What: fmt.Sprintf("cannot check the text before sending it, so it is not sent: %v", err)}
+	}
+	if model != v.Model || n != v.NVocab {
+		return &Error{What: fmt.Sprintf("the model server now serves %s (%d tokens), not %s (%d tokens) that loopd learnt at startup, so nothing is sent until loopd restarts",
+			model, n, v.Model, v.NVocab)}
 	}
 	all := make([]string, 0, len(v.probe)+len(texts))
 	for _, p := range v.probe {

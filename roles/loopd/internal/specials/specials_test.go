@@ -101,3 +101,22 @@ func TestCheck(t *testing.T) {
 		t.Fatal("Derive without a server")
 	}
 }
+
+// A different model behind the same server is refused until loopd restarts.
+func TestCheckNoticesAnotherModel(t *testing.T) {
+	_, c := fake(t)
+	ctx := context.Background()
+	v, err := Derive(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Model = "another.gguf"
+	if err := v.Check(ctx, c, []string{"plain"}); err == nil || !strings.Contains(err.Error(), "not another.gguf") {
+		t.Fatalf("model: %v", err)
+	}
+	v.Model = "fakellama.gguf"
+	v.probe[0].ID++
+	if err := v.Check(ctx, c, []string{"plain"}); err == nil || !strings.Contains(err.Error(), "no longer reads") {
+		t.Fatalf("probe: %v", err)
+	}
+}
