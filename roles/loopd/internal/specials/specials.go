@@ -174,17 +174,22 @@ func Derive(ctx context.Context, tk Tokenizer) (*Vocabulary, error) {
 	return v, nil
 }
 
-// markup reports whether t looks like a template marker: a punctuation or
-// symbol character and a letter or digit. Every marker of every template
-// family seen has both ("<tool_call>", "[TOOL_CALLS]", "<｜Assistant｜>",
-// "<unused0>", "[PAD151665]"): a marker must stand apart from prose and
-// name what it marks. Ordinary tokens mostly have one kind or the other,
-// which keeps the behavioural test below from flagging thousands of them.
+// markup reports whether t looks like a template marker: an ASCII
+// punctuation or symbol character with a letter or digit, or an opening
+// bracket or bar ('<', '[', '|') alone. Every marker of every template
+// family seen is one ("<tool_call>", "[TOOL_CALLS]", "<｜Assistant｜>",
+// "<|\"|>", "<unused0>", "[PAD151665]"): a marker must stand apart from
+// prose. Without this, the behavioural test below also flags tens of
+// thousands of ordinary tokens that BPE keeps whole in any context
+// (41,000 of Qwen2.5's, " this", " return"; runs such as "%%%%" and
+// "----------------"; Tibetan syllables with their tsheg).
 func markup(t string) bool {
 	var punct, alnum bool
 	for _, r := range t {
 		switch {
-		case unicode.IsPunct(r) || unicode.IsSymbol(r):
+		case r == '<' || r == '[' || r == '|':
+			return true
+		case r < utf8.RuneSelf && (unicode.IsPunct(r) || unicode.IsSymbol(r)):
 			punct = true
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
 			alnum = true
