@@ -59,9 +59,10 @@ type Vocabulary struct {
 	// Control are tokens matched only with special parsing; UserDefined
 	// are matched in any text. Both are neutralised.
 	Control, UserDefined []Token
-	// Skipped are special tokens that are all whitespace: they cannot be
+	// Skipped are control tokens that are all whitespace: they cannot be
 	// broken by a zero-width space without mangling ordinary text, and
-	// carry no template structure (docs/decisions.md).
+	// carry no template structure (docs/decisions.md). Whitespace is never
+	// marker-like, so no user-defined token is tested for.
 	Skipped []Token
 	// Set is neutral's floor plus Control and UserDefined.
 	Set *neutral.Set
@@ -86,10 +87,10 @@ const (
 // contexts surround a candidate to see whether it stays one token: the
 // text's own first and last characters repeated outwards (they join a
 // punctuation run or a word at either end), letters, underscores, a comma
-// and a digit. On Qwen2.5's 151,936 tokens these four leave exactly the
-// 273 user-defined tokens of the model file among the marker-like ones
-// (TestRealLlamaNeutralisesTheModelsTokens). A user-defined token is cut
-// out before any of this and survives them all.
+// and a digit. Among Qwen2.5's marker-like tokens these four leave the
+// model file's 273 user-defined ones and 30 ordinary ones ("']['",
+// "><!--"); docs/decisions.md has the figures for other vocabularies. A
+// user-defined token is cut out before any of this and survives them all.
 var contexts = []func(string) string{
 	func(t string) string {
 		f, _ := utf8.DecodeRuneInString(t)
