@@ -47,6 +47,11 @@ demo *args: podman-setup build
     CGO_ENABLED=0 go build -o bin/fakellama ./internal/fakellama/cmd/fakellama
     go run ./internal/harness/cmd/demo {{args}}
 
+# Build (or reuse) the real llama-server and the tiny model that loopd's
+# special-token tests run against, in /var/cache/boxmaker/llama (.ci/llama-setup).
+llama-setup:
+    .ci/llama-setup
+
 # Install and configure Podman for the tool runner on Debian 12 (as root).
 podman-setup:
     .ci/podman-setup

@@ -50,7 +50,7 @@ func (s *Server) models() object {
 			{"owned_by", "llamacpp"},
 			{"meta", object{
 				{"vocab_type", 2},
-				{"n_vocab", 151936},
+				{"n_vocab", NVocab},
 				{"n_ctx_train", s.opts.NCtx},
 				{"n_embd", 1024},
 				{"n_params", 1000000},

@@ -1,5 +1,5 @@
 // Package fakellama is a small fake of llama.cpp's llama-server, for tests
-// and demos: its health, props and models endpoints, and an
+// and demos: its health, props, models and tokenize endpoints, and an
 // OpenAI-compatible /v1/chat/completions that answers from a Script, streams
 // chunks in llama-server's order and shape, keeps a prompt cache per slot
 // (so timings.cache_n is the honest common prefix with the slot's previous
@@ -132,6 +132,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(rw, http.StatusOK, s.props())
 	case r.Method == http.MethodGet && (r.URL.Path == "/v1/models" || r.URL.Path == "/models"):
 		writeJSON(rw, http.StatusOK, s.models())
+	case r.Method == http.MethodPost && r.URL.Path == "/tokenize":
+		s.tokenize(rw, body)
 	case r.Method == http.MethodPost && (r.URL.Path == "/v1/chat/completions" || r.URL.Path == "/chat/completions"):
 		s.chat(rw, r, rec, body)
 	default:

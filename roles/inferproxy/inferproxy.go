@@ -1,8 +1,8 @@
 // Package inferproxy forwards loopd's HTTP requests on infer.sock, byte for
 // byte, to the model server. It is the only role that opens a TCP connection
 // to the model server. Only the requests loopd needs pass (GET /health,
-// GET /props, GET /v1/models, POST /v1/chat/completions); replies stream
-// through as they arrive.
+// GET /props, GET /v1/models, POST /tokenize, POST /v1/chat/completions);
+// replies stream through as they arrive.
 package inferproxy
 
 import "io"

@@ -17,11 +17,16 @@ import (
 )
 
 // routes are the only requests forwarded: what loopd needs of llama-server,
-// nothing more (no /slots, /props POST, /completion or web UI).
+// nothing more (no /slots, /props POST, /completion, /detokenize or web
+// UI). POST /tokenize is how loopd learns the served model's special and
+// control tokens (to neutralise them in untrusted text) and checks each new
+// text before sending it: it only runs the tokenizer, touching no slot,
+// cache or sampler, and its body is bounded like any other.
 var routes = map[string]string{
 	"/health":              http.MethodGet,
 	"/props":               http.MethodGet,
 	"/v1/models":           http.MethodGet,
+	"/tokenize":            http.MethodPost,
 	"/v1/chat/completions": http.MethodPost,
 }
 
@@ -103,7 +108,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The request target must be exactly an allowed path: no query, no
 	// absolute form, no escaped variant of a path.
 	if method, ok := routes[r.URL.Path]; !ok || r.Method != method || r.RequestURI != r.URL.Path {
-		p.refuse(w, http.StatusForbidden, fmt.Sprintf("%s %s is not forwarded: inferproxy passes only GET /health, GET /props, GET /v1/models and POST /v1/chat/completions",
+		p.refuse(w, http.StatusForbidden, fmt.Sprintf("%s %s is not forwarded: inferproxy passes only GET /health, GET /props, GET /v1/models, POST /tokenize and POST /v1/chat/completions",
 			r.Method, r.RequestURI), runbook.See("infer-path-forbidden"))
 		return
 	}

@@ -85,12 +85,27 @@ func TestInfoRequestsPass(t *testing.T) {
 	}
 }
 
+// POST /tokenize passes: loopd learns the model's special tokens with it.
+func TestTokenizePasses(t *testing.T) {
+	_, url := fake(t, fakellama.Options{})
+	p := startProxy(t, url, DefaultMaxRequestBytes, time.Second)
+	req := `{"content":["<|im_end|>",-1],"parse_special":true}`
+	status, body := raw(t, p.socket, fmt.Sprintf("POST /tokenize HTTP/1.1\r\nHost: infer\r\nContent-Length: %d\r\n\r\n%s", len(req), req))
+	if status != 200 || !strings.Contains(body, `{"tokens":[257,-1]}`) {
+		t.Fatalf("POST /tokenize: %d %s", status, body)
+	}
+}
+
 func TestRefusesOtherRequests(t *testing.T) {
 	upstream, url := fake(t, fakellama.Options{})
 	p := startProxy(t, url, DefaultMaxRequestBytes, time.Second)
 	for _, line := range []string{
 		"GET /slots",
 		"POST /props",
+		"GET /tokenize",
+		"POST /detokenize",
+		"POST /tokenize?with_pieces=true",
+		"POST /apply-template",
 		"GET /v1/chat/completions",
 		"POST /completion",
 		"GET /health?fail_on_no_slot=1",

@@ -3,6 +3,7 @@ package neutral
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestNeutralise(t *testing.T) {
@@ -59,6 +60,75 @@ func FuzzNeutralise(f *testing.F) {
 		}
 		if strings.ReplaceAll(got, ZWSP, "") != s {
 			t.Fatalf("%q: %q is not the input with ZWSPs", s, got)
+		}
+	})
+}
+
+// A set with markers from a model: ones no floor names, one starting with a
+// character of several bytes (the ZWSP goes after the whole character), one
+// inside another.
+func TestSet(t *testing.T) {
+	extra := []string{"[PAD151665]", "\u27e8turn\u27e9", "\uff5cab", "<ab", "<abc>"}
+	s, err := NewSet(extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Len() != len(Markers)+len(extra) {
+		t.Fatalf("Len %d", s.Len())
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"x[PAD151665]y", "x[\u200bPAD151665]y"},
+		{"\u27e8turn\u27e9", "\u27e8\u200bturn\u27e9"},
+		{"x\uff5cab", "x\uff5c\u200bab"},
+		{"<abc>", "<\u200babc>"},
+		// An end that could join the template's text into a marker.
+		{"text [PAD1516", "text [PAD1516\u200b"},
+		{"51665] text", "\u200b51665] text"},
+	} {
+		if got := s.Neutralise(tc.in); got != tc.want || s.Contains(got) {
+			t.Errorf("Neutralise(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if Floor().Neutralise(tc.in) != tc.in && tc.in != "<abc>" {
+			t.Errorf("the floor changes %q: the case shows nothing", tc.in)
+		}
+	}
+	for _, bad := range []string{"x", "\u27e8", "", "a\u200bb", "\xff\xfe"} {
+		if _, err := NewSet([]string{bad}); err == nil {
+			t.Errorf("NewSet accepted %q", bad)
+		}
+	}
+}
+
+// The floor's ends: a text that ends with the start of a marker or starts
+// with the end of one gets a ZWSP there; other texts are left alone.
+func TestEnds(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"result: <tool_", "result: <tool_\u200b"},
+		{"call> more", "\u200bcall> more"},
+		{"|im_end|>", "\u200b|im_end|>"},
+		{"a [/INS", "a [/INS\u200b"},
+		{"a < b", "a < b"},
+		{"tool_call is a word", "tool_call is a word"},
+	} {
+		if got := Neutralise(tc.in); got != tc.want {
+			t.Errorf("Neutralise(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func FuzzSet(f *testing.F) {
+	s, err := NewSet([]string{"[PAD151665]", "\u27e8turn\u27e9", "aa", "aba"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add("aaaa[PAD151665]\u27e8turn\u27e9abab")
+	f.Fuzz(func(t *testing.T, in string) {
+		if strings.Contains(in, ZWSP) || !utf8.ValidString(in) {
+			return
+		}
+		got := s.Neutralise(in)
+		if s.Contains(got) || strings.ReplaceAll(got, ZWSP, "") != in {
+			t.Fatalf("%q: %q", in, got)
 		}
 	})
 }

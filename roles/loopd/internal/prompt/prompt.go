@@ -15,8 +15,11 @@
 // log and never re-renders old records.
 //
 // Text from outside the prefix (the owner's messages, the model's own
-// fields and tool results) passes through neutral.Neutralise on its way
-// into the body; the records themselves keep the original.
+// fields and tool results) passes through the prefix's neutral.Set (the
+// served model's special tokens and the fixed floor) on its way into the
+// body; the records themselves keep the original. Each text so rendered is
+// also kept as pending until the session has had the model server check it
+// (Pending, Checked), so none is sent unchecked.
 package prompt
 
 import (
@@ -38,6 +41,9 @@ type Prefix struct {
 	Core string
 	// Tools is the JSON array of tool definitions offered to the model.
 	Tools []byte
+	// Neutral neutralises text from outside the prefix; nil is
+	// neutral.Floor(). It is no part of the prefix's bytes.
+	Neutral *neutral.Set
 }
 
 // CoreHeading introduces core memory inside the system message.
@@ -62,6 +68,9 @@ type Request struct {
 	// sum has hashed buf so far, so hashing a body costs only its tail.
 	sum    hash.Hash
 	summed int
+	set    *neutral.Set
+	// pending are the neutralised texts appended since Checked.
+	pending []string
 }
 
 // New starts an epoch's request for slot with prefix p.
@@ -69,8 +78,28 @@ func New(slot uint32, p Prefix) *Request {
 	b := append([]byte(`{"id_slot":`), strconv.FormatUint(uint64(slot), 10)...)
 	b = append(b, `,"cache_prompt":true,"stream":true,`...)
 	b = append(b, p.render()...)
-	return &Request{buf: b, head: len(b), sum: sha256.New()}
+	set := p.Neutral
+	if set == nil {
+		set = neutral.Floor()
+	}
+	return &Request{buf: b, head: len(b), sum: sha256.New(), set: set}
 }
+
+// text neutralises s for the body and keeps the result as pending.
+func (r *Request) text(s string) string {
+	n := r.set.Neutralise(s)
+	if n != "" {
+		r.pending = append(r.pending, n)
+	}
+	return n
+}
+
+// Pending are the texts, as neutralised, appended since the last Checked:
+// what must be checked before the next request is sent.
+func (r *Request) Pending() []string { return r.pending }
+
+// Checked says that Pending passed the check.
+func (r *Request) Checked() { r.pending = nil }
 
 // Append renders rec and adds it. Records the model does not read
 // (SessionStart, CacheLoss, EpochEnd) add nothing but still count.
@@ -78,15 +107,15 @@ func (r *Request) Append(rec wire.LogRecord) {
 	switch v := rec.(type) {
 	case wire.UserRecord:
 		r.buf = append(r.buf, `,{"role":"user","content":`...)
-		r.buf = appendString(r.buf, neutral.Neutralise(v.Content))
+		r.buf = appendString(r.buf, r.text(v.Content))
 		r.buf = append(r.buf, '}')
 	case wire.AssistantRecord:
-		r.buf = appendAssistant(r.buf, v)
+		r.buf = r.appendAssistant(r.buf, v)
 	case wire.ToolResultRecord:
 		r.buf = append(r.buf, `,{"role":"tool","tool_call_id":`...)
-		r.buf = appendString(r.buf, neutral.Neutralise(v.ToolCallID))
+		r.buf = appendString(r.buf, r.text(v.ToolCallID))
 		r.buf = append(r.buf, `,"content":`...)
-		r.buf = appendString(r.buf, neutral.Neutralise(v.Content))
+		r.buf = appendString(r.buf, r.text(v.Content))
 		r.buf = append(r.buf, '}')
 	}
 	r.ends = append(r.ends, len(r.buf))
@@ -95,12 +124,12 @@ func (r *Request) Append(rec wire.LogRecord) {
 // appendAssistant writes the fields as the server returned them: content
 // (null stays null), reasoning_content when the server sent one, and
 // tool_calls when there are any.
-func appendAssistant(b []byte, v wire.AssistantRecord) []byte {
+func (r *Request) appendAssistant(b []byte, v wire.AssistantRecord) []byte {
 	b = append(b, `,{"role":"assistant","content":`...)
-	b = appendOptString(b, v.Content)
+	b = r.appendOptString(b, v.Content)
 	if v.ReasoningContent != nil {
 		b = append(b, `,"reasoning_content":`...)
-		b = appendOptString(b, v.ReasoningContent)
+		b = r.appendOptString(b, v.ReasoningContent)
 	}
 	if len(v.ToolCalls) > 0 {
 		b = append(b, `,"tool_calls":[`...)
@@ -109,11 +138,11 @@ func appendAssistant(b []byte, v wire.AssistantRecord) []byte {
 				b = append(b, ',')
 			}
 			b = append(b, `{"id":`...)
-			b = appendString(b, neutral.Neutralise(c.ID))
+			b = appendString(b, r.text(c.ID))
 			b = append(b, `,"type":"function","function":{"name":`...)
-			b = appendString(b, neutral.Neutralise(c.Name))
+			b = appendString(b, r.text(c.Name))
 			b = append(b, `,"arguments":`...)
-			b = appendString(b, neutral.Neutralise(c.Arguments))
+			b = appendString(b, r.text(c.Arguments))
 			b = append(b, `}}`...)
 		}
 		b = append(b, ']')
@@ -179,11 +208,11 @@ func (r *Request) SummaryBody(instruction string, maxTokens int) []byte {
 	return append(out, '}')
 }
 
-func appendOptString(b []byte, s *string) []byte {
+func (r *Request) appendOptString(b []byte, s *string) []byte {
 	if s == nil {
 		return append(b, "null"...)
 	}
-	return appendString(b, neutral.Neutralise(*s))
+	return appendString(b, r.text(*s))
 }
 
 // appendString writes s as a JSON string. Invalid UTF-8 cannot occur (every

@@ -17,6 +17,7 @@ import (
 	"boxmaker/roles/loopd/internal/config"
 	"boxmaker/roles/loopd/internal/llama"
 	"boxmaker/roles/loopd/internal/session"
+	"boxmaker/roles/loopd/internal/specials"
 	"boxmaker/roles/loopd/internal/tools"
 	"boxmaker/runbook"
 )
@@ -54,10 +55,11 @@ func Run(ctx context.Context, o Options) error {
 	}
 	client := llama.New(cfg.Model.Socket, cfg.Model.ReplyTimeout(), cfg.Model.IdleTimeout())
 	defer client.Close()
-	nctx, err := selftest(ctx, cfg, client)
+	nctx, vocab, err := selftest(ctx, cfg, client)
 	if err != nil {
 		return err
 	}
+	say(vocab.Summary())
 	ln, err := channel.Listen(cfg.Listen.Socket)
 	if err != nil {
 		return err
@@ -70,9 +72,13 @@ func Run(ctx context.Context, o Options) error {
 		NCtx:         nctx,
 		EpochPercent: cfg.Model.EpochPercent,
 		Model:        client,
-		Tools:        &tools.Runner{Port: o.Port, Now: o.Now},
-		Now:          o.Now,
-		Report:       say,
+		Neutral:      vocab.Set,
+		Check: func(ctx context.Context, texts []string) error {
+			return vocab.Check(ctx, client, texts)
+		},
+		Tools:  &tools.Runner{Port: o.Port, Now: o.Now},
+		Now:    o.Now,
+		Report: say,
 	})
 	say(fmt.Sprintf("serving %s (model context %d tokens, slot %d)", cfg.Listen.Socket, nctx, cfg.Model.Slot))
 	if o.Ready != nil {
@@ -84,9 +90,12 @@ func Run(ctx context.Context, o Options) error {
 }
 
 // selftest checks, before serving, everything a turn will need: core
-// memory, the model through infer.sock, the context size, and the sessions
-// directory. It reports every problem it finds, not just the first.
-func selftest(ctx context.Context, cfg config.Config, client *llama.Client) (int, error) {
+// memory, the model through infer.sock, the context size, the model's
+// special tokens, and the sessions directory. It reports every problem it
+// finds, not just the first. Without the model's special tokens loopd does
+// not serve: it would have only the fixed floor to neutralise with.
+func selftest(ctx context.Context, cfg config.Config, client *llama.Client) (int, *specials.Vocabulary, error) {
+	var vocab *specials.Vocabulary
 	var problems []string
 	if _, err := session.ReadCore(cfg.Paths.Home); err != nil {
 		problems = append(problems, err.Error())
@@ -97,13 +106,19 @@ func selftest(ctx context.Context, cfg config.Config, client *llama.Client) (int
 	nctx := cfg.Model.NCtx
 	if err := client.Health(ctx); err != nil {
 		problems = append(problems, fmt.Sprintf("the model does not answer /health through %s: %v", cfg.Model.Socket, err))
-	} else if nctx == 0 {
-		if nctx, err = client.NCtx(ctx); err != nil {
-			problems = append(problems, fmt.Sprintf("cannot learn the context size (set [model] n_ctx): %v", err))
+	} else {
+		if nctx == 0 {
+			if nctx, err = client.NCtx(ctx); err != nil {
+				problems = append(problems, fmt.Sprintf("cannot learn the context size (set [model] n_ctx): %v", err))
+			}
+		}
+		if vocab, err = specials.Derive(ctx, client); err != nil {
+			problems = append(problems, fmt.Sprintf("cannot learn the served model's special tokens through %s, so untrusted text could not be neutralised: %v; %s",
+				cfg.Model.Socket, err, runbook.See("loopd-special-tokens")))
 		}
 	}
 	if len(problems) > 0 {
-		return 0, &SelftestError{Problems: problems}
+		return 0, nil, &SelftestError{Problems: problems}
 	}
-	return nctx, nil
+	return nctx, vocab, nil
 }

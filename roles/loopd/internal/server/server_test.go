@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -155,5 +156,35 @@ func TestServe(t *testing.T) {
 	}
 	if _, err := os.Stat(cfg.Listen.Socket); !os.IsNotExist(err) {
 		t.Fatalf("loop.sock left behind: %v", err)
+	}
+}
+
+// Without the model's special tokens (here, an inferproxy of old that
+// refuses /tokenize), loopd does not serve: it fails closed.
+func TestSelftestNeedsSpecialTokens(t *testing.T) {
+	cfg, _ := setup(t)
+	ln, err := net.Listen("unix", cfg.Model.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := fakellama.New(fakellama.Options{})
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/tokenize" {
+			http.Error(w, "inferproxy: POST /tokenize is not forwarded", http.StatusForbidden)
+			return
+		}
+		fake.ServeHTTP(w, r)
+	})}
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
+	err = Run(context.Background(), Options{Config: cfg, Stderr: io.Discard})
+	var st *SelftestError
+	if !errors.As(err, &st) || len(st.Problems) != 1 ||
+		!strings.Contains(st.Problems[0], "cannot learn the served model's special tokens") ||
+		!strings.HasSuffix(st.Problems[0], "see docs/runbook.md#loopd-special-tokens") {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := os.Stat(cfg.Listen.Socket); !os.IsNotExist(err) {
+		t.Fatal("loop.sock exists after a failed self-test")
 	}
 }

@@ -67,7 +67,7 @@ func Prefix(cfg *Config) (prompt.Prefix, error) {
 	if err != nil {
 		return prompt.Prefix{}, err
 	}
-	return prompt.Prefix{System: cfg.SystemPrompt, Core: core, Tools: []byte(tools.CoreJSON)}, nil
+	return prompt.Prefix{System: cfg.SystemPrompt, Core: core, Tools: []byte(tools.CoreJSON), Neutral: cfg.Neutral}, nil
 }
 
 // startEpoch opens epoch's log and writes what it starts with: SessionStart
@@ -126,6 +126,9 @@ func (s *Session) endEpoch(ctx context.Context) error {
 // summarise asks the model for the epoch's summary. Tool calls in the
 // answer are ignored; an empty summary is a failure.
 func (s *Session) summarise(ctx context.Context) (string, error) {
+	if err := s.checkPending(ctx); err != nil {
+		return "", err
+	}
 	reply, err := s.cfg.Model.Chat(ctx, s.req.SummaryBody(SummaryInstruction, summaryTokens))
 	if err != nil {
 		return "", fmt.Errorf("the model failed to summarise epoch %d: %w", s.epoch, err)

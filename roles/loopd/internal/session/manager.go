@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"boxmaker/roles/loopd/internal/llama"
+	"boxmaker/roles/loopd/internal/neutral"
 	"boxmaker/roles/loopd/internal/sessionlog"
 	"boxmaker/roles/loopd/internal/tools"
 	"boxmaker/wire"
@@ -48,6 +49,14 @@ type Config struct {
 	Tools *tools.Runner
 	// Now is the clock for record times (time.Now when nil).
 	Now func() time.Time
+	// Neutral neutralises untrusted text in requests: the served model's
+	// special tokens and the fixed floor (neutral.Floor() when nil).
+	Neutral *neutral.Set
+	// Check, when set, is asked about every text Neutral rendered before
+	// the first request that carries it is sent; an error stops the
+	// request (specials.Vocabulary.Check through the model server). Serve
+	// always sets it; tests of other things may leave it nil.
+	Check func(ctx context.Context, texts []string) error
 	// Report tells the owner something they should know but that does not
 	// stop the session (a recovered torn line, a cache loss). Nil drops it.
 	Report func(msg string)

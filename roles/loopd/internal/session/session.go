@@ -160,6 +160,9 @@ func (s *Session) turn(ctx context.Context, text string, emit Emit) {
 
 // ask sends the request for the history so far and records the answer.
 func (s *Session) ask(ctx context.Context) (*llama.Reply, error) {
+	if err := s.checkPending(ctx); err != nil {
+		return nil, err
+	}
 	n := s.req.Len()
 	body, sum := s.req.Parts(), s.req.Hash()
 	reply, err := s.cfg.Model.Chat(ctx, body...)
@@ -192,6 +195,21 @@ func (s *Session) ask(ctx context.Context) (*llama.Reply, error) {
 	}
 	s.last = &sent
 	return reply, nil
+}
+
+// checkPending has the texts rendered since the last check checked before they
+// are sent; they stay pending (and unsent) until a check passes.
+func (s *Session) checkPending(ctx context.Context) error {
+	if s.cfg.Check == nil {
+		return nil
+	}
+	if texts := s.req.Pending(); len(texts) > 0 {
+		if err := s.cfg.Check(ctx, texts); err != nil {
+			return err
+		}
+	}
+	s.req.Checked()
+	return nil
 }
 
 // runTool runs one call, records its result and tells the client.
