@@ -12,7 +12,7 @@ default:
     @{{just_executable()}} --list
 
 # Everything a change must pass, in order; offline once modules are downloaded; never skips.
-gate: && fuzz-short
+gate: podman-setup llama-setup && fuzz-short
     go run ./internal/gate gofmt
     go vet ./...
     go tool staticcheck ./...
