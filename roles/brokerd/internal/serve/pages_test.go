@@ -75,4 +75,3 @@ func TestApprovalsLargerThanAFrame(t *testing.T) {
 		t.Fatalf("%d frames", n)
 	}
 }
-
