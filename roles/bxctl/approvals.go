@@ -34,7 +34,7 @@ func (c *approvalsCmd) Run(e *env) error {
 	if ferr != nil {
 		fmt.Fprintf(e.stderr, "%s: %s\n", cmd, ferr.what)
 		if ferr.see != "" {
-			fmt.Fprintln(e.stderr, runbook.See(ferr.see))
+			fmt.Fprintln(e.stderr, ferr.see)
 		}
 		return exitCode(1)
 	}
@@ -48,7 +48,7 @@ func (c *approvalsCmd) Run(e *env) error {
 const maxPages = 4096
 
 // fetchError is why the pending approvals could not all be read: what, for
-// the owner, and the runbook entry if there is one.
+// the owner, and the runbook line if there is one.
 type fetchError struct{ what, see string }
 
 // fetchApprovals asks brokerd at path for the pending approvals and calls
@@ -61,7 +61,7 @@ func fetchApprovals(path string, page func([]wire.PendingApproval)) *fetchError 
 		if errors.As(err, &ne) && ne.Timeout() {
 			err = fmt.Errorf("timed out: %w", err)
 		}
-		return &fetchError{fmt.Sprintf("cannot reach brokerd at %s: %s", wire.Printable(path), wire.Printable(err.Error())), "admin-unavailable"}
+		return &fetchError{fmt.Sprintf("cannot reach brokerd at %s: %s", wire.Printable(path), wire.Printable(err.Error())), runbook.See("admin-unavailable")}
 	}
 	conn, err := net.DialTimeout("unix", path, dialTimeout)
 	if err != nil {
@@ -91,7 +91,7 @@ func fetchApprovals(path string, page func([]wire.PendingApproval)) *fetchError 
 			if n == 0 {
 				return &fetchError{fmt.Sprintf("brokerd refused the request: %s: %s", m.Code, wire.Printable(m.Detail)), ""}
 			}
-			return &fetchError{fmt.Sprintf("brokerd could not list every pending approval: %s: %s", m.Code, wire.Printable(m.Detail)), "approvals-incomplete"}
+			return &fetchError{fmt.Sprintf("brokerd could not list every pending approval: %s: %s", m.Code, wire.Printable(m.Detail)), runbook.See("approvals-incomplete")}
 		}
 		return &fetchError{fmt.Sprintf("brokerd answered with %s", env.Msg.Kind()), ""}
 	}

@@ -99,6 +99,10 @@ func TestBrokerFloodLeavesAdminServed(t *testing.T) {
 	if n := openFDs(t) - base; n > limit+over+limit+5 {
 		t.Fatalf("%d more descriptors open: brokerd holds more than its cap", n)
 	}
+	// The owner is told once, not once per connection.
+	if n := strings.Count(h.stderr.String(), "brokerd: broker.sock is serving its 20 connections: refused 1 more since the last notice\nsee docs/runbook.md#socket-full\n"); n != 1 {
+		t.Fatalf("%d notices: %q", n, h.stderr.String())
+	}
 	// admin.sock answers at once, whatever broker.sock is doing; so would a
 	// tool request at the cap, with the error frame.
 	for range 5 {

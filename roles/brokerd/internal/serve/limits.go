@@ -63,6 +63,10 @@ func checkBudget(s config.Sockets, limit uint64) error {
 type slots struct {
 	free chan struct{}
 	full []byte // the error frame an over-cap connection gets
+	// Used by the socket's accept loop only: connections refused since
+	// the last notice, and when that was.
+	refused int
+	noticed time.Time
 }
 
 func newSlots(sock socket, n int) *slots {
@@ -87,11 +91,24 @@ func (s *slots) take() bool {
 
 func (s *slots) give() { <-s.free }
 
+// noticeEvery is how often a socket at its cap says so: once, not once per
+// connection of a flood.
+const noticeEvery = time.Minute
+
 // refuse answers an over-cap connection with the error frame and closes
 // it, without reading: the socket buffer of a new connection is empty, so
-// the write does not wait, and the deadline bounds it if it should.
-func (s *slots) refuse(conn net.Conn) {
-	_ = conn.SetWriteDeadline(time.Now().Add(10 * time.Millisecond))
+// the write does not wait, and the deadline bounds it if it should. It
+// returns the owner's notice when one is due.
+func (s *slots) refuse(conn net.Conn, sock socket, now time.Time) (notice string) {
+	_ = conn.SetWriteDeadline(now.Add(10 * time.Millisecond))
 	_, _ = conn.Write(s.full)
 	conn.Close()
+	s.refused++
+	if now.Sub(s.noticed) < noticeEvery {
+		return ""
+	}
+	notice = fmt.Sprintf("brokerd: %s is serving its %d connections: refused %d more since the last notice\n%s",
+		sock.name, cap(s.free), s.refused, runbook.See("socket-full"))
+	s.refused, s.noticed = 0, now
+	return notice
 }

@@ -201,7 +201,9 @@ func (s *Server) accept(ctx context.Context, ln *net.UnixListener, sock socket, 
 			continue
 		}
 		if !sl.take() {
-			sl.refuse(conn)
+			if notice := sl.refuse(conn, sock, time.Now()); notice != "" {
+				s.log(notice)
+			}
 			continue
 		}
 		select {
