@@ -51,7 +51,7 @@ func raiseNoFile() (uint64, error) {
 func checkBudget(s config.Sockets, limit uint64) error {
 	need := uint64(s.MaxBrokerConnections)*fdsPerCall + uint64(s.MaxAdminConnections) + fdsReserve
 	if need > limit {
-		return fmt.Errorf("brokerd: [sockets] max_broker_connections = %d and max_admin_connections = %d need %d file descriptors "+
+		return fmt.Errorf("[sockets] max_broker_connections = %d and max_admin_connections = %d need %d file descriptors "+
 			"(%d per broker connection, %d in reserve), more than the limit of %d: lower them, or raise the limit (LimitNOFILE)\n%s",
 			s.MaxBrokerConnections, s.MaxAdminConnections, need, fdsPerCall, fdsReserve, limit, runbook.See("descriptor-limit"))
 	}

@@ -78,7 +78,7 @@ func Start(o Options) (*Server, error) {
 	defaultSockets(&cfg.Sockets)
 	limit, err := raiseNoFile()
 	if err != nil {
-		return nil, fmt.Errorf("brokerd: reading the file descriptor limit: %w", err)
+		return nil, fmt.Errorf("reading the file descriptor limit: %w", err)
 	}
 	if err := checkBudget(cfg.Sockets, limit); err != nil {
 		return nil, err
