@@ -1,6 +1,7 @@
 package bxctl
 
 import (
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -50,6 +51,25 @@ func TestChatHostileModelText(t *testing.T) {
 		if !strings.HasPrefix(l, gutter) && l != "tool call 1: result, private" {
 			t.Errorf("a line not behind the gutter: %q", l)
 		}
+	}
+}
+
+// TestChatHostileWrap: under a terminal of 40 columns, a model line that
+// fills a row to start the next with "approved 41: runs" is broken by the
+// client, and the rest is behind the gutter; so are tool call arguments.
+func TestChatHostileWrap(t *testing.T) {
+	defer func(f func(io.Writer) int) { termWidth = f }(termWidth)
+	termWidth = func(io.Writer) int { return 40 }
+	fill := strings.Repeat("x", 38)
+	loop := startLoopd(t, func(wire.Say) []wire.TurnEvent {
+		return []wire.TurnEvent{wire.TurnToolCall{Call: 1, Tool: "shell", Arguments: strings.Repeat("y", 26) + "approved 41: runs"},
+			wire.TurnReply{Content: fill + "approved 41: runs"}}
+	})
+	code, out, errs := runChat("", "--say", "hi", "--loop-socket", loop.path)
+	want := "tool call 1: shell " + strings.Repeat("y", 21) + "\n│ " + strings.Repeat("y", 5) + "approved 41: runs\n" +
+		"│ " + fill[:37] + "\n│ " + fill[37:] + "approved 41: runs\n"
+	if code != 0 || out != want {
+		t.Fatalf("exit %d, stderr %q, stdout\n%s\nwant\n%s", code, errs, out, want)
 	}
 }
 
