@@ -13,16 +13,24 @@ import (
 	"boxmaker/wire"
 )
 
-// fakeBrokerd answers admin.sock requests with answer, and records them.
+// fakeBrokerd answers admin.sock requests with answer's frames (all but
+// the last not final), and records them.
 type fakeBrokerd struct {
 	path   string
-	answer func(wire.Message) wire.Message
+	answer func(wire.Message) []wire.Message
 	mu     sync.Mutex
 	got    []wire.Message
 }
 
-// startFake listens at path (a short temporary one if empty) until the test ends.
+// startFake listens at path (a short temporary one if empty) until the
+// test ends, answering each request with one frame.
 func startFake(t *testing.T, path string, answer func(wire.Message) wire.Message) *fakeBrokerd {
+	t.Helper()
+	return startPaged(t, path, func(m wire.Message) []wire.Message { return []wire.Message{answer(m)} })
+}
+
+// startPaged is startFake with answers of several frames.
+func startPaged(t *testing.T, path string, answer func(wire.Message) []wire.Message) *fakeBrokerd {
 	t.Helper()
 	if path == "" {
 		dir, err := os.MkdirTemp("", "bx")
@@ -54,8 +62,12 @@ func startFake(t *testing.T, path string, answer func(wire.Message) wire.Message
 				f.mu.Lock()
 				f.got = append(f.got, env.Msg)
 				f.mu.Unlock()
-				if err := wire.WriteEnvelope(c, wire.Reply(env.ID, true, f.answer(env.Msg))); err != nil {
-					t.Errorf("fake brokerd: %v", err)
+				msgs := f.answer(env.Msg)
+				for i, m := range msgs {
+					if err := wire.WriteEnvelope(c, wire.Reply(env.ID, i == len(msgs)-1, m)); err != nil {
+						t.Errorf("fake brokerd: %v", err)
+						return
+					}
 				}
 			})
 		}
@@ -95,8 +107,9 @@ func session(t *testing.T, s string) wire.SessionID {
 	return id
 }
 
-// TestApprovalsOutput: the spec's example, then an argument full of escape
-// sequences, printed as data.
+// TestApprovalsOutput: the spec's example, an argument full of escape
+// sequences, and one that hides a command behind bidirectional controls and
+// padding (issue 12), all printed as data, with the arguments' length.
 func TestApprovalsOutput(t *testing.T) {
 	at := func(d time.Duration) wire.Timestamp { return wire.TimestampOf(now0.Add(d)) }
 	items := []wire.PendingApproval{
@@ -106,18 +119,23 @@ func TestApprovalsOutput(t *testing.T) {
 		{Approval: 42, Session: session(t, "s-1"), Call: 4, Tool: "read_file",
 			Arguments: "{\"path\": \"/a\x1b[2J\x1b]0;owned\x07\r\n\tb\x7f\u0085\u009b31m\u200bc\"}",
 			Grant:     "notes", Taint: wire.Secret, Created: at(-30 * time.Second), Expires: at(-time.Second)},
+		{Approval: 43, Session: session(t, "s-1"), Call: 5, Tool: "shell",
+			Arguments: "{\"command\": \"cat a ; rm -rf ~/notes #\u202e\u2066 txt.seton/~ fr- mr ; a tac\u2069" + strings.Repeat(" ", 400) + "\"}",
+			Grant:     "shell-scratch", Taint: wire.Public, Created: at(-time.Second), Expires: at(time.Hour)},
 	}
 	f := startFake(t, "", always(wire.ApprovalList{Items: items}))
 	code, out, errs := run("approvals", "--admin-socket", f.path)
-	want := "41  2 min ago  expires in 13 min  session chat-1758…  grant shell-scratch  taint private\n" +
+	want := "41  2 min ago  expires in 13 min  session chat-1758…  grant shell-scratch  taint private  arguments 75 bytes\n" +
 		`    shell {"command": "rm -rf /home/kyle/scratch/build", "cwd": "/home/kyle/scratch"}` + "\n" +
-		"42  30 s ago  expires now  session s-1  grant notes  taint secret\n" +
-		`    read_file {"path": "/a\u001b[2J\u001b]0;owned\u0007\u000d\u000a\u0009b\u007f\u0085\u009b31m` + "\u200b" + `c"}` + "\n"
+		"42  30 s ago  expires now  session s-1  grant notes  taint secret  arguments 44 bytes\n" +
+		`    read_file {"path": "/a\u001b[2J\u001b]0;owned\u0007\u000d\u000a\u0009b\u007f\u0085\u009b31m\u200bc"}` + "\n" +
+		"43  1 s ago  expires in 1 h  session s-1  grant shell-scratch  taint public  arguments 475 bytes\n" +
+		`    shell {"command": "cat a ; rm -rf ~/notes #\u202e\u2066 txt.seton/~ fr- mr ; a tac\u2069\u0020{400}"}` + "\n"
 	if code != 0 || out != want || errs != "" {
 		t.Fatalf("exit %d, stderr %q, stdout\n%s\nwant\n%s", code, errs, out, want)
 	}
-	if strings.ContainsAny(out, "\x1b\x07\r\x7f\u0085\u009b") {
-		t.Fatal("a control character reached the terminal")
+	if strings.ContainsAny(out, "\x1b\x07\r\x7f\u0085\u009b\u200b\u202e\u2066\u2069") {
+		t.Fatal("a control or format character reached the terminal")
 	}
 	if r := f.requests(); len(r) != 1 || r[0] != (wire.Approvals{}) {
 		t.Fatalf("requests %+v", r)

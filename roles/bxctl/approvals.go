@@ -1,10 +1,14 @@
 package bxctl
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
+	"time"
 
+	"boxmaker/runbook"
 	"boxmaker/wire"
 )
 
@@ -14,28 +18,83 @@ type approvalsCmd struct {
 	AdminSocket string `placeholder:"PATH" help:"brokerd's admin socket (default: $BOXMAKER_HOME/run/owner-broker/admin.sock)."`
 }
 
-// Run lists the pending approvals, oldest first, two lines each.
+// Run lists the pending approvals, oldest first, two lines each, as each
+// frame of the list arrives.
 func (c *approvalsCmd) Run(e *env) error {
-	const cmd = "approvals"
-	msg, err := ask(e, e.name+" "+cmd, adminSocket(c.AdminSocket), wire.Approvals{})
-	if err != nil {
-		return err
+	cmd := e.name + " approvals"
+	now, listed := e.now(), false
+	ferr := fetchApprovals(adminSocket(c.AdminSocket), func(items []wire.PendingApproval) {
+		var b strings.Builder
+		for _, p := range items {
+			b.WriteString(approvalBlock(p, now))
+			listed = true
+		}
+		_, _ = io.WriteString(e.stdout, b.String())
+	})
+	if ferr != nil {
+		fmt.Fprintf(e.stderr, "%s: %s\n", cmd, ferr.what)
+		if ferr.see != "" {
+			fmt.Fprintln(e.stderr, ferr.see)
+		}
+		return exitCode(1)
 	}
-	list, ok := msg.(wire.ApprovalList)
-	if !ok {
-		return unexpected(e, e.name+" "+cmd, msg)
-	}
-	if len(list.Items) == 0 {
+	if !listed {
 		fmt.Fprintln(e.stdout, "no pending approvals")
-		return nil
 	}
-	var b strings.Builder
-	now := e.now()
-	for _, p := range list.Items {
-		b.WriteString(approvalBlock(p, now))
+	return nil
+}
+
+// maxPages bounds the frames of one approvals answer a client reads.
+const maxPages = 4096
+
+// fetchError is why the pending approvals could not all be read: what, for
+// the owner, and the runbook line if there is one.
+type fetchError struct{ what, see string }
+
+// fetchApprovals asks brokerd at path for the pending approvals and calls
+// page with each approval_list frame's items. The list may come in several
+// frames, every one but the last not final (issue 12); an error frame, after
+// some of them or alone, means the list is not whole.
+func fetchApprovals(path string, page func([]wire.PendingApproval)) *fetchError {
+	unreachable := func(err error) *fetchError {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			err = fmt.Errorf("timed out: %w", err)
+		}
+		return &fetchError{fmt.Sprintf("cannot reach brokerd at %s: %s", wire.Printable(path), wire.Printable(err.Error())), runbook.See("admin-unavailable")}
 	}
-	_, err = io.WriteString(e.stdout, b.String())
-	return err
+	conn, err := net.DialTimeout("unix", path, dialTimeout)
+	if err != nil {
+		return unreachable(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(answerTimeout))
+	if err := wire.WriteEnvelope(conn, wire.Request(1, wire.Approvals{})); err != nil {
+		return unreachable(err)
+	}
+	for n := 0; ; n++ {
+		env, err := wire.ReadEnvelope(conn)
+		if err != nil {
+			return unreachable(fmt.Errorf("no answer: %w", err))
+		}
+		if env.ID != 1 || n == maxPages {
+			return &fetchError{fmt.Sprintf("brokerd answered out of turn (frame %d, final %v)", env.ID, env.Final), ""}
+		}
+		switch m := env.Msg.(type) {
+		case wire.ApprovalList:
+			page(m.Items)
+			if env.Final {
+				return nil
+			}
+			continue
+		case wire.WireError:
+			if n == 0 {
+				return &fetchError{fmt.Sprintf("brokerd refused the request: %s: %s", m.Code, wire.Printable(m.Detail)), ""}
+			}
+			return &fetchError{fmt.Sprintf("brokerd could not list every pending approval: %s: %s", m.Code, wire.Printable(m.Detail)), runbook.See("approvals-incomplete")}
+		}
+		return &fetchError{fmt.Sprintf("brokerd answered with %s", env.Msg.Kind()), ""}
+	}
 }
 
 type approveCmd struct {

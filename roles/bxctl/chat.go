@@ -35,7 +35,7 @@ const turnTimeout = 30 * time.Minute
 
 func (c *chatCmd) Run(e *env) error {
 	ch := &chat{e: e, cmd: e.name + " chat", loop: c.LoopSocket, admin: adminSocket(c.AdminSocket),
-		json: c.JSON, ask: c.Say == "" && !c.JSON, in: bufio.NewReader(e.stdin)}
+		json: c.JSON, ask: c.Say == "" && !c.JSON, in: bufio.NewReader(e.stdin), width: termWidth(e.stdout)}
 	if ch.loop == "" {
 		ch.loop = filepath.Join(defaultHome(), "run", "owner-loop", "loop.sock")
 	}
@@ -64,6 +64,7 @@ type chat struct {
 	json, ask   bool
 	in          *bufio.Reader
 	session     *wire.SessionID
+	width       int // stdout's terminal's columns; 0 when not a terminal
 }
 
 // lines sends each line of stdin as a message until end of input.
@@ -157,15 +158,15 @@ func (ch *chat) show(ev wire.TurnEvent) error {
 	case wire.TurnSession:
 		fmt.Fprintf(ch.e.stderr, "[session %s, epoch %d]\n", ev.Session, ev.Epoch)
 	case wire.TurnText:
-		fmt.Fprintf(out, "%s\n", printableLines(ev.Content))
+		fmt.Fprintf(out, "%s\n", rows(modelText(ev.Content), ch.width))
 	case wire.TurnToolCall:
-		fmt.Fprintf(out, "tool call %d: %s %s\n", ev.Call, wire.Printable(ev.Tool), wire.Printable(ev.Arguments))
+		fmt.Fprintf(out, "%s\n", rows(fmt.Sprintf("tool call %d: %s %s", ev.Call, wire.Printable(ev.Tool), wire.Printable(ev.Arguments)), ch.width))
 	case wire.TurnToolOutcome:
-		fmt.Fprintf(out, "tool call %d: %s\n", ev.Call, outcomeText(ev))
+		fmt.Fprintf(out, "tool call %d ended: %s\n", ev.Call, outcomeText(ev))
 	case wire.TurnApprovalPending:
 		return ch.approval(ev)
 	case wire.TurnReply:
-		fmt.Fprintf(out, "%s\n", printableLines(ev.Content))
+		fmt.Fprintf(out, "%s\n", rows(modelText(ev.Content), ch.width))
 	case wire.TurnFailed:
 		fmt.Fprintf(ch.e.stderr, "turn failed: %s\n", wire.Printable(ev.Message))
 	}
@@ -189,21 +190,31 @@ func outcomeText(ev wire.TurnToolOutcome) string {
 	return s
 }
 
-// approval prints the same two-line block as approvals (fetched from
-// brokerd, which holds the details) and, when asking, asks on stderr and
-// reads one line: y approves, anything else refuses.
+// approval prints the same two-line block as approvals, fetched from
+// brokerd, which holds the details, and, when asking, asks on stderr and
+// reads one line: y approves, anything else refuses. When brokerd's block
+// cannot be fetched, it does not ask (issue 12): the event is loopd's word,
+// which names neither the arguments nor the grant, and loopd is the
+// component a hostile model drives.
 func (ch *chat) approval(ev wire.TurnApprovalPending) error {
-	block := fmt.Sprintf("%d  pending  expires at %s  tool %s\n", ev.Approval, ev.Expires, wire.Printable(ev.Tool))
-	if msg, err := ask(ch.e, ch.cmd, ch.admin, wire.Approvals{}); err == nil {
-		if list, ok := msg.(wire.ApprovalList); ok {
-			for _, p := range list.Items {
-				if p.Approval == ev.Approval {
-					block = approvalBlock(p, ch.e.now())
-				}
+	var found *wire.PendingApproval
+	ferr := fetchApprovals(ch.admin, func(items []wire.PendingApproval) {
+		for _, p := range items {
+			if p.Approval == ev.Approval {
+				found = &p
 			}
 		}
+	})
+	if ferr == nil && found == nil {
+		ferr = &fetchError{what: "brokerd does not list it (answered, expired, or its call went away)"}
 	}
-	fmt.Fprint(ch.e.stdout, block)
+	if ferr != nil {
+		fmt.Fprintf(ch.e.stderr, "%s: not asking about approval %d (tool %s, expires at %s): brokerd's details of it cannot be fetched, "+
+			"and loopd's word is not enough to approve on: %s\n%s\n",
+			ch.cmd, ev.Approval, wire.Printable(ev.Tool), ev.Expires, ferr.what, runbook.See("approval-details-unavailable"))
+		return nil
+	}
+	fmt.Fprint(ch.e.stdout, rows(approvalBlock(*found, ch.e.now()), ch.width))
 	if !ch.ask {
 		return nil
 	}
@@ -224,6 +235,20 @@ func (ch *chat) echo(line string) {
 	}
 }
 
+// termWidth is the columns of w's terminal, or 0 when w is not one (a
+// variable, for tests).
+var termWidth = func(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0
+	}
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil {
+		return 0
+	}
+	return int(ws.Col)
+}
+
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
 	if !ok {
@@ -233,12 +258,21 @@ func isTerminal(r io.Reader) bool {
 	return err == nil
 }
 
-// printableLines is printable line by line: a newline stays a line break,
-// every other control character is shown as data.
-func printableLines(s string) string {
+// gutter starts every line of text the model wrote (issue 12). None of
+// the client's own lines starts with it (tool call lines, approval blocks,
+// answers), and the model cannot end a line early: each of its lines is
+// shown through wire.Printable, which escapes CR, escape sequences and the
+// Unicode separators. So a model line can look like the client's only after
+// the gutter, where the owner sees whose it is.
+const gutter = "│ "
+
+// modelText is the model's text, line by line, each line behind the gutter
+// and shown as data (wire.Printable): a newline stays a line break, every
+// other control character is shown escaped.
+func modelText(s string) string {
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
-		lines[i] = wire.Printable(l)
+		lines[i] = gutter + wire.Printable(l)
 	}
 	return strings.Join(lines, "\n")
 }

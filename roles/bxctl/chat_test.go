@@ -103,7 +103,7 @@ func admin(m wire.Message) wire.Message {
 	return wire.WireError{Code: wire.Forbidden}
 }
 
-const wantBlock = "41  2 min ago  expires in 13 min  session chat-1758…  grant notes-read  taint private\n" +
+const wantBlock = "41  2 min ago  expires in 13 min  session chat-1758…  grant notes-read  taint private  arguments 18 bytes\n" +
 	"    read_file {\"path\":\"/n/a.md\"}\n"
 
 // TestChatInteractiveApproves: the approval block as approvals prints it,
@@ -117,7 +117,7 @@ func TestChatInteractiveApproves(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
 	want := "tool call 1: read_file {\"path\":\"/n/a.md\"}\n" + wantBlock + "approved 41: runs\n" +
-		"tool call 1: result, private\ntool call 2: denied (no_grant)\nYour notes\nsay \\u001b[2Jhello\n"
+		"tool call 1 ended: result, private\ntool call 2 ended: denied (no_grant)\n│ Your notes\n│ say \\u001b[2Jhello\n"
 	if out != want {
 		t.Errorf("stdout:\n%s\nwant:\n%s", out, want)
 	}

@@ -37,18 +37,21 @@ func span(d time.Duration) string {
 	return fmt.Sprintf("%d d", d/(24*time.Hour))
 }
 
-// approvalBlock is the two lines that show one pending approval (M3a §9):
+// approvalBlock is the two lines that show one pending approval (M3a §9),
+// the first ending with the arguments' length in bytes (issue 12):
 //
-//	41  2 min ago  expires in 13 min  session chat-1758…  grant shell-scratch  taint private
+//	41  2 min ago  expires in 13 min  session chat-1758…  grant shell-scratch  taint private  arguments 78 bytes
 //	    shell {"command": "rm -rf /home/kyle/scratch/build", "cwd": "/home/kyle/scratch"}
 //
-// The arguments are shown as the model wrote them, as data.
+// The arguments are shown as the model wrote them, as data (wire.Printable):
+// the length is of what was sent, so an owner can tell when what is shown is
+// short of it (escapes and runs written with their count).
 func approvalBlock(p wire.PendingApproval, now time.Time) string {
 	expires := "expires now"
 	if left := p.Expires.Time().Sub(now); left > 0 {
 		expires = "expires in " + span(left)
 	}
-	return fmt.Sprintf("%d  %s ago  %s  session %s  grant %s  taint %s\n    %s %s\n",
+	return fmt.Sprintf("%d  %s ago  %s  session %s  grant %s  taint %s  arguments %d bytes\n    %s %s\n",
 		p.Approval, span(now.Sub(p.Created.Time())), expires, shortSession(p.Session.String()),
-		wire.Printable(p.Grant), p.Taint, wire.Printable(p.Tool), wire.Printable(p.Arguments))
+		wire.Printable(p.Grant), p.Taint, len(p.Arguments), wire.Printable(p.Tool), wire.Printable(p.Arguments))
 }

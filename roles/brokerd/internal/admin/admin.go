@@ -44,6 +44,15 @@ func (a *Admin) Handle(ctx context.Context, msg wire.Message) wire.Message {
 	return wire.WireError{Code: wire.Forbidden, Detail: fmt.Sprintf("admin.sock does not accept %s", msg.Kind())}
 }
 
+// Answer is every frame of the answer to msg, the last one final: approvals
+// in as many frames as its list needs (Pages), anything else in one.
+func (a *Admin) Answer(ctx context.Context, id uint64, msg wire.Message) []wire.Envelope {
+	if _, ok := msg.(wire.Approvals); ok {
+		return Pages(id, a.Approvals.List())
+	}
+	return []wire.Envelope{wire.Reply(id, true, a.Handle(ctx, msg))}
+}
+
 // wait answers once the call has recorded its Approval record, so that
 // "approved" or "refused" means the record is on disk.
 func wait(ctx context.Context, id uint64, out <-chan wire.DecisionRecord, err error, answer func(wire.DecisionRecord) wire.Message) wire.Message {

@@ -47,6 +47,48 @@ type Sockets struct {
 	Broker string `toml:"broker"`
 	// Admin is admin.sock, for the owner's approvals and grant checks.
 	Admin string `toml:"admin"`
+	// MaxBrokerConnections and MaxAdminConnections cap the connections
+	// each socket holds at once (issue 12): one more is answered with an
+	// error frame and closed, so a flood of broker.sock can neither use
+	// up brokerd's descriptors nor starve admin.sock, which has its own.
+	MaxBrokerConnections int `toml:"max_broker_connections"`
+	MaxAdminConnections  int `toml:"max_admin_connections"`
+	// RequestTimeoutMs is how long a connection may stay open without a
+	// whole request; an idle one is closed after it.
+	RequestTimeoutMs int64 `toml:"request_timeout_ms"`
+}
+
+// Defaults of the connection caps and the request timeout. 128 tool calls
+// at once is far more than loopd makes; the owner's clients need fewer.
+const (
+	DefaultMaxBrokerConnections = 128
+	DefaultMaxAdminConnections  = 64
+	DefaultRequestTimeoutMs     = 30000
+	maxConnections              = 1 << 16
+)
+
+// SetDefaults fills in the caps and the timeout.
+func (s *Sockets) SetDefaults() {
+	s.MaxBrokerConnections = DefaultMaxBrokerConnections
+	s.MaxAdminConnections = DefaultMaxAdminConnections
+	s.RequestTimeoutMs = DefaultRequestTimeoutMs
+}
+
+// Check refuses caps outside 1 to 65536 and a timeout under 1 ms. Whether
+// the caps fit the descriptor limit is checked at start (serve).
+func (s *Sockets) Check() error {
+	for _, c := range []struct {
+		key string
+		n   int
+	}{{"max_broker_connections", s.MaxBrokerConnections}, {"max_admin_connections", s.MaxAdminConnections}} {
+		if c.n < 1 || c.n > maxConnections {
+			return fmt.Errorf("%s must be from 1 to %d", c.key, maxConnections)
+		}
+	}
+	if s.RequestTimeoutMs < 1 {
+		return fmt.Errorf("request_timeout_ms must be at least 1")
+	}
+	return nil
 }
 
 // Approvals configures the pending-approval table.

@@ -19,6 +19,9 @@ grants = "/srv/grants"
 [sockets]
 broker = "/srv/bx/b.sock"
 admin = "/srv/bx/a.sock"
+max_broker_connections = 7
+max_admin_connections = 3
+request_timeout_ms = 500
 
 [approvals]
 ttl_ms = 100
@@ -34,8 +37,9 @@ func TestParseFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	wd, _ := os.Getwd()
-	want := Config{Paths{"/srv/bx", "/srv/grants", DefaultSecrets}, Sockets{"/srv/bx/b.sock", "/srv/bx/a.sock"}, Approvals{100},
-		podman.DefaultConfig(), filepath.Join(wd, "brokerd.toml")}
+	want := Config{Paths{"/srv/bx", "/srv/grants", DefaultSecrets},
+		Sockets{Broker: "/srv/bx/b.sock", Admin: "/srv/bx/a.sock", MaxBrokerConnections: 7, MaxAdminConnections: 3, RequestTimeoutMs: 500},
+		Approvals{100}, podman.DefaultConfig(), filepath.Join(wd, "brokerd.toml")}
 	if c != want {
 		t.Fatalf("got %+v, want %+v", c, want)
 	}
@@ -56,9 +60,10 @@ func TestDefaults(t *testing.T) {
 			}
 			wd, _ := os.Getwd()
 			want := Config{
-				File:      filepath.Join(wd, "brokerd.toml"),
-				Paths:     Paths{tc.home, "/etc/boxmaker/grants", "/etc/boxmaker/secrets"},
-				Sockets:   Sockets{tc.home + "/run/loop-broker/broker.sock", tc.home + "/run/owner-broker/admin.sock"},
+				File:  filepath.Join(wd, "brokerd.toml"),
+				Paths: Paths{tc.home, "/etc/boxmaker/grants", "/etc/boxmaker/secrets"},
+				Sockets: Sockets{Broker: tc.home + "/run/loop-broker/broker.sock", Admin: tc.home + "/run/owner-broker/admin.sock",
+					MaxBrokerConnections: 128, MaxAdminConnections: 64, RequestTimeoutMs: 30000},
 				Approvals: Approvals{900000},
 				Podman:    podman.DefaultConfig(),
 			}
@@ -85,11 +90,11 @@ func TestRelativeEnvHomeIsMadeAbsolute(t *testing.T) {
 // these cases show that brokerd's file goes through it, [podman] included.
 func TestParseRefuses(t *testing.T) {
 	for _, tc := range []struct{ name, text, want string }{
-		{"unknown section", full + "\n[podman2]\nx = 1\n", `brokerd.toml:13: unknown key "podman2"`},
-		{"unknown key", strings.Replace(full, "ttl_ms", "ttl", 1), `brokerd.toml:11: unknown key "approvals.ttl"`},
+		{"unknown section", full + "\n[podman2]\nx = 1\n", `brokerd.toml:16: unknown key "podman2"`},
+		{"unknown key", strings.Replace(full, "ttl_ms", "ttl", 1), `brokerd.toml:14: unknown key "approvals.ttl"`},
 		{"case variant key", strings.Replace(full, "home =", "Home =", 1), `brokerd.toml:3: unknown key "paths.Home"`},
 		{"case variant table", strings.Replace(full, "[sockets]", "[Sockets]", 1), `brokerd.toml:6: unknown key "Sockets"`},
-		{"podman case variant", full + "[podman]\nImage = \"x\"\n", `brokerd.toml:13: unknown key "podman.Image"`},
+		{"podman case variant", full + "[podman]\nImage = \"x\"\n", `brokerd.toml:16: unknown key "podman.Image"`},
 		{"value for a table", "paths = 1\n", `brokerd.toml:1: "paths" must be a table`},
 		{"duplicate key", "[paths]\nhome = \"/a\"\nhome = \"/b\"\n", "brokerd.toml:3: key home is already defined"},
 		{"wrong type", "[approvals]\nttl_ms = \"soon\"\n", `brokerd.toml:2: "approvals.ttl_ms" must be an integer`},
@@ -100,6 +105,9 @@ func TestParseRefuses(t *testing.T) {
 		{"relative grants", "\n[paths]\ngrants = \"g\"\n", "brokerd.toml:3: paths.grants must be an absolute path"},
 		{"relative socket", "[sockets]\nadmin = \"a.sock\"\n", "brokerd.toml:2: sockets.admin must be an absolute path"},
 		{"long socket", "[sockets]\nbroker = \"/" + strings.Repeat("x", 120) + "\"\n", "brokerd.toml:2: sockets.broker: /xxx"},
+		{"no broker connections", "[sockets]\nmax_broker_connections = 0\n", "brokerd.toml:1: [sockets] max_broker_connections must be from 1 to 65536"},
+		{"too many admin connections", "\n[sockets]\nmax_admin_connections = 65537\n", "brokerd.toml:2: [sockets] max_admin_connections must be from 1 to 65536"},
+		{"no request timeout", "[sockets]\nrequest_timeout_ms = 0\n", "brokerd.toml:1: [sockets] request_timeout_ms must be at least 1"},
 		{"same socket", "[sockets]\nbroker = \"/s\"\nadmin = \"/s\"\n", "brokerd.toml:3: sockets.broker and sockets.admin must be different"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

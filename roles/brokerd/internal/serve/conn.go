@@ -73,7 +73,26 @@ func (s *Server) handle(ctx context.Context, conn net.Conn, sock socket) {
 		s.tool(ctx, conn, env.ID, req)
 		return
 	}
-	reply(conn, env.ID, s.admin.Handle(ctx, env.Msg))
+	answer(conn, s.admin.Answer(ctx, env.ID, env.Msg))
+}
+
+// answer writes an admin answer's frames. One that does not fit in a frame
+// (a grants report of thousands of problems, say) is replaced by an error
+// frame: the owner always gets an answer, never a closed connection
+// (issue 12).
+func answer(conn net.Conn, frames []wire.Envelope) {
+	for _, e := range frames {
+		_ = conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+		err := wire.WriteEnvelope(conn, e)
+		if errors.Is(err, wire.ErrFrameTooLarge) {
+			reply(conn, e.ID, wire.WireError{Code: wire.Internal,
+				Detail: fmt.Sprintf("the %s answer is larger than one frame (1 MiB) and cannot be sent", e.Msg.Kind())})
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // tool answers a tool request on broker.sock.

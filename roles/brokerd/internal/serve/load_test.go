@@ -27,7 +27,10 @@ func TestLoad(t *testing.T) {
 	}
 	const clients, perClient = 64, 200
 	goroutines := runtime.NumGoroutine()
-	h := start(t, map[string]string{"a.toml": grantAuto, "b.toml": grantAsk, "c.toml": grantDeny})
+	// The approver approves every pending call at once: up to one per
+	// client, over admin.sock's default cap.
+	h := start(t, map[string]string{"a.toml": grantAuto, "b.toml": grantAsk, "c.toml": grantDeny},
+		func(o *Options) { o.Config.Sockets.MaxAdminConnections = 4 * clients })
 	began := time.Now()
 
 	stopApprover := make(chan struct{})

@@ -43,9 +43,10 @@ type Options struct {
 	Now func() time.Time
 
 	// Test seams. AuditOpenFile is audit.Options.OpenFile; States replaces
-	// the state files under <home>/broker/sessions; RequestTimeout (30 s
-	// when zero) bounds the wait for a request frame; SweepEvery (1 s when
-	// zero) is how often expired approvals are ended.
+	// the state files under <home>/broker/sessions; RequestTimeout (the
+	// config's [sockets] request_timeout_ms when zero) bounds the wait for
+	// a request frame; SweepEvery (1 s when zero) is how often expired
+	// approvals are ended.
 	AuditOpenFile func(name string, flag int, perm fs.FileMode) (audit.File, error)
 	States        broker.States
 	// Floor replaces the taint floor in <home>/broker/floor.json.
@@ -66,6 +67,7 @@ type Server struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	lns    []*net.UnixListener
+	slots  []*slots // each listener's connection cap
 }
 
 // HeadFile is where brokerd keeps the audit log's head: in its own state,
@@ -83,6 +85,14 @@ func Start(o Options) (*Server, error) {
 		now = time.Now
 	}
 	cfg := o.Config
+	defaultSockets(&cfg.Sockets)
+	limit, err := raiseNoFile()
+	if err != nil {
+		return nil, fmt.Errorf("reading the file descriptor limit: %w", err)
+	}
+	if err := checkBudget(cfg.Sockets, limit); err != nil {
+		return nil, err
+	}
 	w, rep, err := audit.Open(filepath.Join(cfg.Paths.Home, "audit"),
 		audit.Options{AcceptBreak: o.AcceptBreak, Now: now, OpenFile: o.AuditOpenFile, HeadFile: HeadFile(cfg.Paths.Home)})
 	if err != nil {
@@ -90,7 +100,7 @@ func Start(o Options) (*Server, error) {
 	}
 	s := &Server{audit: w, stderr: o.Stderr, requestTimeout: o.RequestTimeout}
 	if s.requestTimeout == 0 {
-		s.requestTimeout = 30 * time.Second
+		s.requestTimeout = time.Duration(cfg.Sockets.RequestTimeoutMs) * time.Millisecond
 	}
 	if lines := rep.Lines(); len(lines) > 0 {
 		s.log(lines...)
@@ -164,9 +174,10 @@ func Start(o Options) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
+	s.slots = []*slots{newSlots(brokerSock, cfg.Sockets.MaxBrokerConnections), newSlots(adminSock, cfg.Sockets.MaxAdminConnections)}
 	for i, sock := range []socket{brokerSock, adminSock} {
-		ln := s.lns[i]
-		s.wg.Go(func() { s.accept(ctx, ln, sock) })
+		ln, sl := s.lns[i], s.slots[i]
+		s.wg.Go(func() { s.accept(ctx, ln, sock, sl) })
 	}
 	every := o.SweepEvery
 	if every == 0 {
@@ -237,9 +248,26 @@ func Run(ctx context.Context, o Options) error {
 	return s.Stop()
 }
 
+// defaultSockets fills in caps and a timeout a Config not made by
+// config.Parse leaves at zero.
+func defaultSockets(c *config.Sockets) {
+	var d config.Sockets
+	d.SetDefaults()
+	if c.MaxBrokerConnections == 0 {
+		c.MaxBrokerConnections = d.MaxBrokerConnections
+	}
+	if c.MaxAdminConnections == 0 {
+		c.MaxAdminConnections = d.MaxAdminConnections
+	}
+	if c.RequestTimeoutMs == 0 {
+		c.RequestTimeoutMs = d.RequestTimeoutMs
+	}
+}
+
 // accept serves ln until ctx ends, each connection on its own goroutine:
-// an idle handler's, or a new one.
-func (s *Server) accept(ctx context.Context, ln *net.UnixListener, sock socket) {
+// an idle handler's, or a new one. A connection over the socket's cap is
+// answered with an error frame and closed at once.
+func (s *Server) accept(ctx context.Context, ln *net.UnixListener, sock socket, sl *slots) {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	// Handlers waiting for their next connection.
@@ -259,10 +287,16 @@ func (s *Server) accept(ctx context.Context, ln *net.UnixListener, sock socket) 
 			}
 			continue
 		}
+		if !sl.take() {
+			if notice := sl.refuse(conn, sock, time.Now()); notice != "" {
+				s.log(notice)
+			}
+			continue
+		}
 		select {
 		case idle <- conn:
 		default:
-			s.wg.Go(func() { s.work(ctx, conn, sock, idle) })
+			s.wg.Go(func() { s.work(ctx, conn, sock, sl, idle) })
 		}
 	}
 }
@@ -275,11 +309,12 @@ const workerIdle = 10 * time.Second
 // comes for workerIdle or ctx ends. Reusing the goroutine keeps the stack it
 // grew while decoding and deciding; a fresh goroutine per connection grew
 // it again (by copying) for every request, a tenth of a denied call's time.
-func (s *Server) work(ctx context.Context, conn net.Conn, sock socket, idle chan net.Conn) {
+func (s *Server) work(ctx context.Context, conn net.Conn, sock socket, sl *slots, idle chan net.Conn) {
 	wait := time.NewTimer(workerIdle)
 	defer wait.Stop()
 	for {
 		s.handle(ctx, conn, sock)
+		sl.give()
 		wait.Reset(workerIdle)
 		select {
 		case conn = <-idle:
