@@ -89,6 +89,15 @@ func TestContainProblems(t *testing.T) {
 			t.Errorf("%s=%s: %v", k, v, p)
 		}
 	}
+	// A child that failed after the clone (no /bin/true) is no proof the
+	// namespace was refused.
+	for _, k := range []string{"userns_clone", "userns_unshare"} {
+		bad := maps.Clone(goodProbe())
+		bad[k] = "refused ENOENT"
+		if p := nsProblems(bad); len(p) != 1 {
+			t.Errorf("%s=refused ENOENT: %v", k, p)
+		}
+	}
 	for k, v := range other {
 		bad := maps.Clone(goodProbe())
 		bad[k] = v

@@ -15,7 +15,9 @@ var ErrNamespaces = errors.New("podman: a tool container can create or enter nam
 
 // nsProblems says which way of making or entering a namespace the probe
 // found open (toolkit's probeContainment). The user namespace attempts
-// pass with any refusal: whatever the errno, no namespace was made.
+// must be refused with seccomp's EPERM: Go reports a failure of the child
+// after the clone (an exec of a missing /bin/true, say) as an errno too,
+// and such a failure says nothing of whether the namespace was made.
 // setns must be refused by seccomp (EPERM): past seccomp the kernel's
 // EINVAL for the probe's own namespace says nothing about another one.
 // clone3 must be hidden (ENOSYS), so that libc falls back to clone.
@@ -28,8 +30,8 @@ func nsProblems(seen map[string]string) []string {
 		bad("seccomp", "2 (a seccomp filter)")
 	}
 	for _, k := range []string{"userns_clone", "userns_unshare"} {
-		if !strings.HasPrefix(seen[k], "refused ") {
-			bad(k, "refused")
+		if seen[k] != "refused EPERM" {
+			bad(k, `"refused EPERM"`)
 		}
 	}
 	if seen["setns"] != "refused EPERM" {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 
 	"boxmaker/policy"
 	"boxmaker/wire"
@@ -140,6 +141,7 @@ func specFor(a policy.Allowed) *RunSpec {
 		for _, p := range a.Paths() {
 			s.mounts = append(s.mounts, Mount{Path: p, Writable: a.Tool() != policy.ReadFile})
 		}
+		s.mounts = outermost(s.mounts)
 	case policy.HTTPFetch:
 		s.egress = a.Hosts()
 		if s.egress == nil {
@@ -147,4 +149,34 @@ func specFor(a policy.Allowed) *RunSpec {
 		}
 	}
 	return s
+}
+
+// outermost drops every mount that is, or lies inside, another mount of the
+// same call. All mounts of one call have the same mode, so the outer one
+// already gives the inner path, and nothing is lost. It must be dropped:
+// the container runtime resolves a nested mount's destination through the
+// outer mount, a live bind of a host folder the tool can write, so another
+// call's command swapping a folder there for a symlink between brokerd's
+// check and the mount could place the inner mount's source anywhere on the
+// host (issue 12, item 1). Paths are clean and absolute (policy checks
+// them), so comparing them as strings is exact.
+func outermost(ms []Mount) []Mount {
+	var out []Mount
+	for i, m := range ms {
+		inside := false
+		for j, o := range ms {
+			if i == j {
+				continue
+			}
+			// Of two equal paths, the first is kept.
+			if (o.Path == m.Path && j < i) || strings.HasPrefix(m.Path, strings.TrimSuffix(o.Path, "/")+"/") {
+				inside = true
+				break
+			}
+		}
+		if !inside {
+			out = append(out, m)
+		}
+	}
+	return out
 }

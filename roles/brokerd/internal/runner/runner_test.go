@@ -125,3 +125,23 @@ func TestFailuresBecomeFailed(t *testing.T) {
 		t.Fatalf("grant details %#v", res)
 	}
 }
+
+// TestNestedMountsDropped: a shell grant whose paths nest (/srv/d and
+// /srv/d/s/x) gets only the outer one. The runtime would resolve the inner
+// mount's destination through the outer, a live writable bind, so a
+// concurrent call swapping /srv/d/s for a symlink could mount a host
+// folder outside every grant (issue 12, item 1's nested variant).
+func TestNestedMountsDropped(t *testing.T) {
+	dir := grants(t, map[string]string{
+		"shell.toml": "tool = \"shell\"\n" + auto + "[constraints]\npaths = [\"/srv/d/s/x\", \"/srv/d\", \"/srv/dd\", \"/srv/d/s\"]\n",
+	})
+	rt := &runnertest.Recording{Output: runner.Output{Content: "ok"}}
+	if _, err := runner.Run(context.Background(), decide(t, dir, "shell", `{"command":"ls","cwd":"/srv/d"}`), rt); err != nil {
+		t.Fatal(err)
+	}
+	got := rt.Specs()[0].Mounts()
+	want := []runner.Mount{{Path: "/srv/d", Writable: true}, {Path: "/srv/dd", Writable: true}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("mounts %+v, want %+v", got, want)
+	}
+}
