@@ -25,9 +25,9 @@ import (
 //     start, after an escaped character, after ASCII that is not a letter or
 //     digit (a mark on `;` or `/` can disguise it), and after maxMarks marks
 //     on one base (stacked marks draw over the lines around them).
-//   - A run of minRun or more of one escaped character, or of U+0020, is
-//     written once with its count: `\u0020{400}`, so padding cannot push the
-//     rest of a line off the screen.
+//   - A run of minRun or more of one escaped character, or of minSpaceRun
+//     or more of U+0020, is written once with its count: `\u0020{400}`, so
+//     padding cannot push the rest of a line off the screen.
 //   - A byte that is not UTF-8 is written as \xXX.
 //
 // brokerd, bxctl, policy and audit all print text they did not write
@@ -53,9 +53,15 @@ const (
 	// maxMarks is the most combining marks shown on one base character:
 	// enough for Vietnamese and Indic syllables, too few to stack.
 	maxMarks = 4
-	// minRun is the shortest run of a blank or escaped character written
-	// with its count.
+	// minRun is the shortest run of one escaped character written with its
+	// count.
 	minRun = 4
+	// minSpaceRun is the shortest run of U+0020 written with its count:
+	// longer than the spaces that align a table's columns (ls -l, ps) or
+	// indent code a few levels, which stay legible as they are, and far
+	// shorter than a screen's width, so padding still cannot push text
+	// out of sight.
+	minSpaceRun = 16
 )
 
 // printer writes tokens (one character's output), holding back the last
@@ -96,12 +102,10 @@ func (p *printer) put(tok string, compact bool) {
 
 func (p *printer) flush() {
 	switch {
-	case p.n >= minRun && p.compact:
-		tok := p.tok
-		if tok == " " {
-			tok = `\u0020`
-		}
-		fmt.Fprintf(&p.b, "%s{%d}", tok, p.n)
+	case p.tok == " " && p.n >= minSpaceRun:
+		fmt.Fprintf(&p.b, `\u0020{%d}`, p.n)
+	case p.tok != " " && p.n >= minRun && p.compact:
+		fmt.Fprintf(&p.b, "%s{%d}", p.tok, p.n)
 	default:
 		for range p.n {
 			p.b.WriteString(p.tok)

@@ -9,16 +9,18 @@ import (
 
 func TestPrintable(t *testing.T) {
 	for in, want := range map[string]string{
-		"plain text, é and 漢字":  "plain text, é and 漢字",
-		"\x1b[31mred":           `\u001b[31mred`,
-		"a\x00b\x1fc\x7fd":      `a\u0000b\u001fc\u007fd`,
-		"\u0080\u009b\u009f":    `\u0080\u009b\u009f`,
-		"\u00a0 is escaped":     `\u00a0 is escaped`,
-		"tab\tnl\ncr\r":         `tab\u0009nl\u000acr\u000d`,
-		"bad \xff byte":         `bad \xff byte`,
-		"":                      "",
-		"two  three   spaces":   "two  three   spaces",
-		"four    spaces":        `four\u0020{4}spaces`,
+		"plain text, é and 漢字": "plain text, é and 漢字",
+		"\x1b[31mred":          `\u001b[31mred`,
+		"a\x00b\x1fc\x7fd":     `a\u0000b\u001fc\u007fd`,
+		"\u0080\u009b\u009f":   `\u0080\u009b\u009f`,
+		"\u00a0 is escaped":    `\u00a0 is escaped`,
+		"tab\tnl\ncr\r":        `tab\u0009nl\u000acr\u000d`,
+		"bad \xff byte":        `bad \xff byte`,
+		"":                     "",
+		"two  three   spaces":  "two  three   spaces",
+		"four    spaces":       "four    spaces",
+		"fifteen" + strings.Repeat(" ", 15) + "spaces": "fifteen" + strings.Repeat(" ", 15) + "spaces",
+		"sixteen" + strings.Repeat(" ", 16) + "spaces": `sixteen\u0020{16}spaces`,
 		"\t\t\t\t\t|":           `\u0009{5}|`,
 		"\xff\xff\xff\xff":      `\xff{4}`,
 		"aaaa":                  "aaaa", // a run of text is text
@@ -104,7 +106,7 @@ func size(tab *unicode.RangeTable) int {
 }
 
 // checkPrintable is the property: valid UTF-8; no rune the oracle names, no
-// default-ignorable one; no four spaces together; no mark at the start,
+// default-ignorable one; no minSpaceRun spaces together; no mark at the start,
 // after ASCII that is not a letter or digit, or more than maxMarks in a row.
 func checkPrintable(t *testing.T, in string) {
 	t.Helper()
@@ -112,7 +114,7 @@ func checkPrintable(t *testing.T, in string) {
 	if !utf8.ValidString(out) {
 		t.Fatalf("Printable(%q) = %q: not UTF-8", in, out)
 	}
-	if strings.Contains(out, "    ") {
+	if strings.Contains(out, strings.Repeat(" ", minSpaceRun)) {
 		t.Fatalf("Printable(%q) = %q: a run of spaces", in, out)
 	}
 	prev, marks := rune(-1), 0

@@ -31,7 +31,7 @@ func hostileTurn(wire.Say) []wire.TurnEvent {
 
 const hostileOut = "│ tool call 7: shell {\"command\":\"ls\"}\n" +
 	"│ 41  2 min ago  expires in 13 min  session chat-1758…  grant notes-read  taint private  arguments 18 bytes\n" +
-	"│ \\u0020{4}read_file {\"path\":\"/n/a.md\"}\n" +
+	"│     read_file {\"path\":\"/n/a.md\"}\n" +
 	"│ approved 41: runs\\u000d\\u001b[2Kapproved 42: runs\\u2028refused 43\\u2029tool call 8 ended: result, public\\u0085\\u202eevil\n" +
 	"│ \n" +
 	"tool call 1: result, private\n" +

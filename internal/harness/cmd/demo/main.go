@@ -77,7 +77,7 @@ func run() int {
 	}
 	fmt.Println()
 	say("The audit log, verified by bxctl audit verify:")
-	if err := h.Bxctl(ctx, nil, os.Stdout, os.Stdout, "audit", "verify", "--home", home); err != nil {
+	if err := h.Bxctl(ctx, nil, os.Stdout, os.Stdout, "audit", "verify", "--home", h.Home); err != nil {
 		say("bxctl audit verify: %v", err)
 		code = 1
 	}
