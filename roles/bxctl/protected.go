@@ -1,6 +1,7 @@
 package bxctl
 
 import (
+	"os"
 	"path/filepath"
 
 	"boxmaker/policy"
@@ -32,6 +33,8 @@ var usualProtected = []policy.ProtectedPath{
 	{Path: "/run/podman", What: "the Podman service's socket directory"},
 	{Path: "/var/lib/containers/storage", What: "Podman's storage"},
 	{Path: "/run/containers/storage", What: "Podman's storage"},
+	{Path: "/etc/containers", What: "Podman's configuration"},
+	{Path: "/usr/share/containers", What: "Podman's configuration"},
 }
 
 // offlineProtected is the set for home and the --protect paths. Relative
@@ -47,6 +50,15 @@ func offlineProtected(home string, extra []string) (*policy.Protected, error) {
 		ps = append(ps, policy.ProtectedPath{Path: filepath.Join(h, rel), What: "BOXMAKER_HOME's " + rel})
 	}
 	ps = append(ps, usualProtected...)
+	// The executable running now, which is brokerd's too in the usual
+	// layout, and the folder of its role links.
+	if exe, err := os.Executable(); err == nil {
+		if real, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = real
+		}
+		ps = append(ps, policy.ProtectedPath{Path: exe, What: "boxmaker's executable"},
+			policy.ProtectedPath{Path: filepath.Dir(exe), What: "the folder of boxmaker's executable"})
+	}
 	for _, p := range extra {
 		a, err := abs(p)
 		if err != nil {

@@ -125,3 +125,31 @@ func TestGrantOverPodmanStorageInvalid(t *testing.T) {
 		t.Fatalf("got %#v", msg)
 	}
 }
+
+// TestPodmanProgramsAndConfigProtected: what the service runs every
+// container with (its OCI runtime, conmon) and where it reads its
+// configuration are protected too: a writable grant there would run the
+// model's code, or add a hook or mount, in every later container.
+func TestPodmanProgramsAndConfigProtected(t *testing.T) {
+	b := startBrokerd(t)
+	paths, err := b.rt.Protected(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, p := range paths {
+		got[p.What] = p.Path
+	}
+	for _, what := range []string{"the OCI runtime Podman runs", "conmon, which Podman runs", "Podman's configuration"} {
+		if p := got[what]; !filepath.IsAbs(p) {
+			t.Errorf("%s is not protected: %+v", what, paths)
+		}
+	}
+	runtimeDir := filepath.Dir(got["the OCI runtime Podman runs"])
+	writeGrant(t, b, "bin.toml", fmt.Sprintf("tool = \"shell\"\nmode = \"auto\"\nmax_taint = \"secret\"\n[constraints]\npaths = [%q]\n", runtimeDir))
+	sid, _ := wire.NewSessionID("chat-r")
+	msg := b.call(t, wire.ToolRequest{Session: sid, Call: 1, Tool: "shell", Arguments: `{"command":"true","cwd":null}`})
+	if msg != (wire.DeniedResponse{Reason: wire.GrantsInvalid}) {
+		t.Fatalf("a shell grant over %s: got %#v", runtimeDir, msg)
+	}
+}

@@ -1,11 +1,13 @@
 package serve
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"boxmaker/roles/brokerd/internal/runner"
+	"boxmaker/wire"
 )
 
 // protectingRuntime records the paths serve asks it to refuse at every
@@ -38,5 +40,22 @@ func TestRuntimeGetsTheProtectedPaths(t *testing.T) {
 		if !slices.Contains(got, p.Path) {
 			t.Errorf("the loader protects %s (%s) but the runtime does not", p.Path, p.What)
 		}
+	}
+}
+
+// TestExecutableProtected: no grant may reach the running executable or
+// the folder of its role links.
+func TestExecutableProtected(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = real
+	}
+	h := start(t, map[string]string{"bin.toml": "tool = \"shell\"\nmode = \"auto\"\nmax_taint = \"secret\"\n[constraints]\npaths = [\"" + filepath.Dir(exe) + "\"]\n"})
+	got := h.call(wire.ToolRequest{Session: sid(t, "s-1"), Call: 1, Tool: "shell", Arguments: `{"command":"true","cwd":null}`})
+	if got != (wire.DeniedResponse{Reason: wire.GrantsInvalid}) {
+		t.Fatalf("a grant over %s: %#v", filepath.Dir(exe), got)
 	}
 }

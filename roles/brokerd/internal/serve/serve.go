@@ -133,7 +133,7 @@ func Start(o Options) (*Server, error) {
 	// No grant may reach boxmaker's own files (policy's loading rule 9):
 	// what the config names, and what the runtime keeps (Podman's storage).
 	// The check_grants of admin.sock applies the same set.
-	paths := cfg.Protected()
+	paths := append(cfg.Protected(), executable()...)
 	if rp, ok := o.Runtime.(runtimePaths); ok {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		more, err := rp.Protected(ctx)
@@ -186,6 +186,21 @@ func Start(o Options) (*Server, error) {
 	s.wg.Go(func() { sweep(ctx, table, every, now) })
 	s.log(fmt.Sprintf("brokerd: serving %s and %s; grants from %s", cfg.Sockets.Broker, cfg.Sockets.Admin, cfg.Paths.Grants))
 	return s, nil
+}
+
+// executable is the running boxmaker and the folder of its role links: a
+// tool that could replace it would be the next brokerd, loopd or bxctl.
+// What cannot be found is left out (the config's paths still hold).
+func executable() []policy.ProtectedPath {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = real
+	}
+	return []policy.ProtectedPath{{Path: exe, What: "boxmaker's executable"},
+		{Path: filepath.Dir(exe), What: "the folder of boxmaker's executable"}}
 }
 
 // runtimeProtect is a runtime that refuses, at every mount, the paths no
