@@ -29,6 +29,9 @@ import (
 //     or more of U+0020, is written once with its count: `\u0020{400}`, so
 //     padding cannot push the rest of a line off the screen.
 //   - A byte that is not UTF-8 is written as \xXX.
+//   - So that none of these can be forged by text that spells one: a
+//     backslash is written \\ (so JSON's \" in arguments reads \\"), and
+//     a "{" right after an escape or a count is escaped itself.
 //
 // brokerd, bxctl, policy and audit all print text they did not write
 // through it.
@@ -37,10 +40,19 @@ func Printable(s string) string {
 	p.b.Grow(len(s))
 	for len(s) > 0 {
 		r, n := utf8.DecodeRuneInString(s)
-		if r == utf8.RuneError && n == 1 {
+		switch {
+		case r == utf8.RuneError && n == 1:
 			p.put(fmt.Sprintf(`\x%02x`, s[0]), true)
 			p.base, p.marks = false, 0
-		} else {
+		case r == '\\':
+			// Every backslash, so that none reads as the start of an escape.
+			p.put(`\\`, false)
+			p.base, p.marks = false, 0
+		case r == '{' && p.escapedLast():
+			// A brace that would read as an escape's count.
+			p.put(Escape(r), true)
+			p.base, p.marks = false, 0
+		default:
 			p.rune(r)
 		}
 		s = s[n:]
@@ -89,6 +101,18 @@ func (p *printer) rune(r rune) {
 	}
 	p.put(Escape(r), true)
 	p.base, p.marks = false, 0
+}
+
+// escapedLast reports whether what was last written ends in an escape or
+// a count, which a "{" after it would seem to extend.
+func (p *printer) escapedLast() bool {
+	if p.n == 0 {
+		return false
+	}
+	if p.tok == " " {
+		return p.n >= minSpaceRun
+	}
+	return len(p.tok) > 1 && p.tok[0] == '\\' && p.tok != `\\`
 }
 
 func (p *printer) put(tok string, compact bool) {

@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode"
@@ -21,10 +23,17 @@ func TestPrintable(t *testing.T) {
 		"four    spaces":       "four    spaces",
 		"fifteen" + strings.Repeat(" ", 15) + "spaces": "fifteen" + strings.Repeat(" ", 15) + "spaces",
 		"sixteen" + strings.Repeat(" ", 16) + "spaces": `sixteen\u0020{16}spaces`,
-		"\t\t\t\t\t|":           `\u0009{5}|`,
-		"\xff\xff\xff\xff":      `\xff{4}`,
-		"aaaa":                  "aaaa", // a run of text is text
-		"ZW\u200b\u200b\u200bJ": `ZW\u200b\u200b\u200bJ`,
+		// Text that spells an escape or a count cannot pass for one.
+		`\u202e literally`:                      `\\u202e literally`,
+		`\` + "\x1b":                            `\\\u001b`,
+		`json "a\"b\n"`:                         `json "a\\"b\\n"`,
+		"\u200b{5}":                             `\u200b\u007b5}`,
+		"pad" + strings.Repeat(" ", 20) + "{3}": `pad\u0020{20}\u007b3}`,
+		"a{3}":                                  "a{3}",
+		"\t\t\t\t\t|":                           `\u0009{5}|`,
+		"\xff\xff\xff\xff":                      `\xff{4}`,
+		"aaaa":                                  "aaaa", // a run of text is text
+		"ZW\u200b\u200b\u200bJ":                 `ZW\u200b\u200b\u200bJ`,
 		// The issue's example: right-to-left override, isolates, a tag.
 		"cat a ; rm -rf ~/notes #\u202e\u2066txt.ssap\u2069\U000e0041": `cat a ; rm -rf ~/notes #\u202e\u2066txt.ssap\u2069\U000e0041`,
 		"soft\u00adhyphen, line\u2028para\u2029":                       `soft\u00adhyphen, line\u2028para\u2029`,
@@ -64,6 +73,12 @@ func TestPrintableEscapesCategories(t *testing.T) {
 		}
 		s := string(r)
 		if !mustEscape(r) {
+			if r == '\\' {
+				if Printable(s) != `\\` {
+					t.Errorf("a backslash: got %q, want it doubled", Printable(s))
+				}
+				continue
+			}
 			if unicode.In(r, unicode.L, unicode.N, unicode.P, unicode.S) && shown(r) && Printable(s) != s {
 				t.Errorf("U+%04X: graphic, got %q", r, Printable(s))
 			}
@@ -114,6 +129,9 @@ func checkPrintable(t *testing.T, in string) {
 	if !utf8.ValidString(out) {
 		t.Fatalf("Printable(%q) = %q: not UTF-8", in, out)
 	}
+	if back, err := unprintable(out); err != nil || back != in {
+		t.Fatalf("Printable(%q) = %q, which reads back as %q (%v): not what was written", in, out, back, err)
+	}
 	if strings.Contains(out, strings.Repeat(" ", minSpaceRun)) {
 		t.Fatalf("Printable(%q) = %q: a run of spaces", in, out)
 	}
@@ -160,4 +178,60 @@ func FuzzPrintable(f *testing.F) {
 	f.Add("a\u0301\u0301\u0301\u0301\u0301 \u0301;\u0338")
 	f.Add("pad" + strings.Repeat(" ", 500) + "\u200b\u200b\u200b\u200b\xff")
 	f.Fuzz(func(t *testing.T, s string) { checkPrintable(t, s) })
+}
+
+// unprintable reads Printable's output back: \\, \uXXXX, \UXXXXXXXX and
+// \xXX, each maybe with a {count}, and every other character as itself. That
+// it always gives back the input shows that no text can pass for an
+// escape or a count that Printable did not write.
+func unprintable(out string) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(out); {
+		if out[i] != '\\' {
+			b.WriteByte(out[i])
+			i++
+			continue
+		}
+		if i+1 >= len(out) {
+			return b.String(), fmt.Errorf("a lone backslash at the end")
+		}
+		var tok string
+		switch out[i+1] {
+		case '\\':
+			b.WriteByte('\\')
+			i += 2
+			continue
+		case 'x', 'u', 'U':
+			width := map[byte]int{'x': 2, 'u': 4, 'U': 8}[out[i+1]]
+			if i+2+width > len(out) {
+				return b.String(), fmt.Errorf("a short escape")
+			}
+			v, err := strconv.ParseUint(out[i+2:i+2+width], 16, 32)
+			if err != nil {
+				return b.String(), err
+			}
+			if out[i+1] == 'x' {
+				tok = string([]byte{byte(v)})
+			} else {
+				tok = string(rune(v))
+			}
+			i += 2 + width
+		default:
+			return b.String(), fmt.Errorf("a backslash before %q", out[i+1])
+		}
+		n := 1
+		if i < len(out) && out[i] == '{' {
+			end := strings.IndexByte(out[i:], '}')
+			if end < 0 {
+				return b.String(), fmt.Errorf("an open count")
+			}
+			c, err := strconv.Atoi(out[i+1 : i+end])
+			if err != nil {
+				return b.String(), err
+			}
+			n, i = c, i+end+1
+		}
+		b.WriteString(strings.Repeat(tok, n))
+	}
+	return b.String(), nil
 }
