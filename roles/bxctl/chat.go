@@ -218,6 +218,9 @@ func (ch *chat) approval(ev wire.TurnApprovalPending) error {
 	if !ch.ask {
 		return nil
 	}
+	if sum := longArguments(*found); sum != "" {
+		fmt.Fprint(ch.e.stderr, sum)
+	}
 	fmt.Fprintf(ch.e.stderr, "approve %d? [y/N] ", ev.Approval)
 	answer, _ := ch.in.ReadString('\n')
 	ch.echo(strings.TrimRight(answer, "\r\n"))

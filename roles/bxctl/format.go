@@ -3,6 +3,7 @@ package bxctl
 import (
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"boxmaker/wire"
 )
@@ -54,4 +55,33 @@ func approvalBlock(p wire.PendingApproval, now time.Time) string {
 	return fmt.Sprintf("%d  %s ago  %s  session %s  grant %s  taint %s  arguments %d bytes\n    %s %s\n",
 		p.Approval, span(now.Sub(p.Created.Time())), expires, shortSession(p.Session.String()),
 		wire.Printable(p.Grant), p.Taint, len(p.Arguments), wire.Printable(p.Tool), wire.Printable(p.Arguments))
+}
+
+// summaryEnds is how many characters of each end of long arguments are
+// shown again beside the question.
+const summaryEnds = 60
+
+// longArguments is, for arguments too long to read at a glance, one line
+// that shows again their tool, length, grant and both ends, printed just
+// before "approve N? [y/N]": the block above may have scrolled out of
+// sight, and padding or plain length must not leave the owner answering
+// with only the harmless tail of a command on screen (issue 12). Short
+// arguments get "", the block is enough.
+func longArguments(p wire.PendingApproval) string {
+	if utf8.RuneCountInString(p.Arguments) <= 2*summaryEnds+20 {
+		return ""
+	}
+	head, tail := ends(p.Arguments, summaryEnds)
+	return fmt.Sprintf("approval %d: %s under grant %s, arguments %d bytes: %s … %s\n",
+		p.Approval, wire.Printable(p.Tool), wire.Printable(p.Grant), len(p.Arguments), head, tail)
+}
+
+// ends is the first and last n characters of s as Printable shows them,
+// cut on character boundaries of s itself, so no escape is cut in two.
+func ends(s string, n int) (head, tail string) {
+	runes := []rune(s)
+	if len(runes) <= 2*n {
+		return wire.Printable(s), ""
+	}
+	return wire.Printable(string(runes[:n])), wire.Printable(string(runes[len(runes)-n:]))
 }

@@ -1,8 +1,11 @@
 package bxctl
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"boxmaker/wire"
 )
 
 func TestShortSession(t *testing.T) {
@@ -38,5 +41,23 @@ func TestSpan(t *testing.T) {
 		if got := span(tc.d); got != tc.want {
 			t.Errorf("span(%v) = %q, want %q", tc.d, got, tc.want)
 		}
+	}
+}
+
+// TestLongArgumentsSummarised: a command padded so that its start scrolls
+// away is shown again, both ends, just before the question; short
+// arguments are not repeated.
+func TestLongArgumentsSummarised(t *testing.T) {
+	p := wire.PendingApproval{Approval: 41, Tool: "shell", Grant: "shell-scratch",
+		Arguments: `{"command":"rm -rf ~/notes;` + strings.Repeat(" ", 3000) + ` echo hi"}`}
+	want := `approval 41: shell under grant shell-scratch, arguments 3037 bytes: {\u0022command\u0022:\u0022rm -rf ~/notes;` +
+		`\u0020{33} … \u0020{51}echo hi\u0022}` + "\n"
+	want = strings.ReplaceAll(want, `\u0022`, `"`)
+	if got := longArguments(p); got != want {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+	p.Arguments = `{"command":"ls"}`
+	if got := longArguments(p); got != "" {
+		t.Fatalf("short arguments: %q", got)
 	}
 }
