@@ -50,7 +50,7 @@ func TestStopLetsShortStreamsFinish(t *testing.T) {
 	go func() { stopped <- p.stop() }()
 	rest, err := io.ReadAll(br)
 	if err != nil || !bytes.HasSuffix(rest, []byte("data: [DONE]\n\n")) {
-		t.Fatalf("the stream in flight was cut: %v\n%s", err, rest)
+		t.Fatalf("the stream in flight was cut: %v\n%s\ninferproxy logged:\n%s", err, rest, p.log.String())
 	}
 	if err := <-stopped; err != nil {
 		t.Fatal(err)
