@@ -1,8 +1,11 @@
 package audit
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+
+	"boxmaker/wire"
 )
 
 // Startup's part of keeping the head (head.go).
@@ -39,6 +42,13 @@ func (w *Writer) judgeHead(head *Head, headErr *HeadError, rep ChainReport) (*He
 		}
 		if st.Size() > 0 {
 			return missingHead(w.headPath, rep), nil
+		}
+	}
+	if w.ranBefore != nil {
+		if what := w.ranBefore(); what != "" {
+			return &HeadError{Problem: wire.HeadMissing, What: fmt.Sprintf(
+				"the log is empty and the head brokerd keeps outside it, %s, is missing, but brokerd has run here before (%s)",
+				w.headPath, what)}, nil
 		}
 	}
 	return nil, nil

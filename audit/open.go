@@ -66,7 +66,7 @@ func Open(dir string, opts Options) (*Writer, StartupReport, error) {
 	if err != nil {
 		return nil, StartupReport{}, err
 	}
-	w := &Writer{dir: dir, now: opts.Now, open: opts.OpenFile, lock: lock, headPath: opts.HeadFile,
+	w := &Writer{dir: dir, now: opts.Now, open: opts.OpenFile, lock: lock, headPath: opts.HeadFile, ranBefore: opts.RanBefore,
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	if w.now == nil {
 		w.now = time.Now

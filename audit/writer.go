@@ -23,6 +23,11 @@ type Options struct {
 	// brokerd's is <home>/broker/audit-head. Empty: no head is kept or
 	// checked (tests of the log alone).
 	HeadFile string
+	// RanBefore, when HeadFile is set, names what shows that brokerd has
+	// run in this home before ("" when nothing does): with no head and an
+	// empty log, that is a head deleted along with the log, not a first
+	// start. brokerd's is its taint floor and session files.
+	RanBefore func() string
 	// OpenFile opens log files and the directory for syncing. If nil, it
 	// is os.OpenFile, with log files opened for writing syncing by
 	// fdatasync (file.go). Tests wrap it to fail writes or count syncs.
@@ -67,9 +72,10 @@ type Writer struct {
 	buf   []byte
 	spare []*request
 
-	headPath string
-	headF    *os.File // nil until startup has written the head durably
-	headBuf  []byte
+	headPath  string
+	ranBefore func() string
+	headF     *os.File // nil until startup has written the head durably
+	headBuf   []byte
 }
 
 type request struct {

@@ -65,6 +65,22 @@ var headCases = []headCase{
 			t.Fatal(err)
 		}
 	}, "see docs/runbook.md#audit-head-missing"},
+	// Both gone looks like a first start, but brokerd's session state and
+	// taint floor show it is not.
+	{"head removed and directory emptied", func(t *testing.T, log, head string, _ []byte) {
+		// The calls here are denials, which leave no state; a session's
+		// state file is what the first result of a real session leaves.
+		state := filepath.Join(filepath.Dir(head), "sessions", "head-1.json")
+		if err := os.WriteFile(state, []byte(`{"taint":"private","untrusted":false}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(head); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.RemoveAll(log); err != nil {
+			t.Fatal(err)
+		}
+	}, "see docs/runbook.md#audit-head-missing"},
 	{"head damaged", func(t *testing.T, _, head string, _ []byte) {
 		b, err := os.ReadFile(head)
 		if err != nil {

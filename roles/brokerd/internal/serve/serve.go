@@ -94,7 +94,8 @@ func Start(o Options) (*Server, error) {
 		return nil, err
 	}
 	w, rep, err := audit.Open(filepath.Join(cfg.Paths.Home, "audit"),
-		audit.Options{AcceptBreak: o.AcceptBreak, Now: now, OpenFile: o.AuditOpenFile, HeadFile: HeadFile(cfg.Paths.Home)})
+		audit.Options{AcceptBreak: o.AcceptBreak, Now: now, OpenFile: o.AuditOpenFile, HeadFile: HeadFile(cfg.Paths.Home),
+			RanBefore: func() string { return ranBefore(cfg.Paths.Home) }})
 	if err != nil {
 		return nil, err
 	}
@@ -186,6 +187,21 @@ func Start(o Options) (*Server, error) {
 	s.wg.Go(func() { sweep(ctx, table, every, now) })
 	s.log(fmt.Sprintf("brokerd: serving %s and %s; grants from %s", cfg.Sockets.Broker, cfg.Sockets.Admin, cfg.Paths.Grants))
 	return s, nil
+}
+
+// ranBefore names what in <home>/broker/ shows that brokerd ran here and
+// returned a result before: its taint floor or a session's state file. The
+// audit log's startup check then takes a missing head over an empty log
+// as a deletion, not a first start.
+func ranBefore(home string) string {
+	broker := filepath.Join(home, "broker")
+	if _, err := os.Lstat(filepath.Join(broker, "floor.json")); err == nil {
+		return filepath.Join(broker, "floor.json") + " exists"
+	}
+	if names, err := os.ReadDir(filepath.Join(broker, "sessions")); err == nil && len(names) > 0 {
+		return filepath.Join(broker, "sessions") + " holds session state"
+	}
+	return ""
 }
 
 // executable is the running boxmaker and the folder of its role links: a
