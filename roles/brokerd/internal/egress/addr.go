@@ -23,7 +23,11 @@ var forbidden = []netip.Prefix{
 	// docs/egress.md says no static list can know.
 	netip.MustParsePrefix("64:ff9b:1::/48"),
 	netip.MustParsePrefix("100::/64"),      // discard
-	netip.MustParsePrefix("2001:2::/48"),   // benchmarking
+	// IETF protocol assignments, the twin of 192.0.0.0/24: the PCP and
+	// TURN anycast addresses (2001:1::1, 2001:1::2) reach the local
+	// network's gateway; benchmarking, ORCHID and the rest are not for a
+	// fetch. Teredo's 2001::/32 inside it is judged by its embedding first.
+	netip.MustParsePrefix("2001::/23"),
 	netip.MustParsePrefix("2001:db8::/32"), // documentation
 	netip.MustParsePrefix("3fff::/20"),     // documentation (RFC 9637)
 	// The returned 6bone block; 3ffe:831f::/32 was Teredo's prefix before
@@ -97,6 +101,10 @@ func Allowed(a netip.Addr) bool {
 				if !allowed4(v4) {
 					return false
 				}
+			}
+			// An ISATAP identifier may follow any prefix, these too.
+			if v4, ok := isatap(b); ok && !allowed4(v4) {
+				return false
 			}
 			return true
 		}

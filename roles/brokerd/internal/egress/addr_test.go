@@ -66,6 +66,9 @@ func TestAllowedEmbeddedIPv4(t *testing.T) {
 		{"2a00:1450:4001:81c:200:5efe:7f00:1", false, "ISATAP, loopback"},
 		{"2a00:1450:4001:81c:300:5efe:a9fe:a9fe", false, "ISATAP, u/g bits set"},
 		{"fe80::5efe:c000:201", false, "ISATAP link-local"},
+		// An ISATAP identifier after a prefix that embeds a public address.
+		{"2002:808:808:1:0:5efe:a00:1", false, "6to4 public, ISATAP private"},
+		{"2002:808:808:1:0:5efe:808:404", true, "6to4 public, ISATAP public"},
 		// Plain addresses, either side.
 		{"2a00:1450:4001:81c::200e", true, "global"},
 		{"2606:4700:4700::1111", true, "global"},
@@ -73,6 +76,9 @@ func TestAllowedEmbeddedIPv4(t *testing.T) {
 		{"fe80::1%eth0", false, "zoned"},
 		{"3fff::1", false, "documentation, RFC 9637"},
 		{"2001:2::1", false, "benchmarking"},
+		{"2001:1::1", false, "PCP anycast: the local gateway (RFC 7723)"},
+		{"2001:1::2", false, "TURN anycast (RFC 8155)"},
+		{"2001:3::1", false, "IETF protocol assignments, 2001::/23"},
 		{"5f00::1", false, "SRv6 SIDs"},
 		{"8.8.8.8", true, "IPv4 public"},
 		{"10.0.0.1", false, "IPv4 private"},
