@@ -2,6 +2,7 @@ package bxctl
 
 import (
 	"bytes"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"boxmaker/wire"
 )
@@ -275,5 +277,32 @@ func TestGrantsCheckOverTheSocket(t *testing.T) {
 	f = startFake(t, "", always(wire.GrantsReport{Problems: []wire.GrantProblem{}}))
 	if code, out, errs := run("grants", "check", "--admin-socket", f.path); code != 0 || out != "grants: ok\n" || errs != "" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
+
+// TestApprovalsRows: under a narrow terminal the listing breaks its own
+// rows, each continuation behind the gutter, so the terminal's wrap cannot
+// start a row with argument text that looks like a block of its own.
+func TestApprovalsRows(t *testing.T) {
+	defer func(f func(io.Writer) int) { termWidth = f }(termWidth)
+	termWidth = func(io.Writer) int { return 40 }
+	items := []wire.PendingApproval{{Approval: 41, Session: session(t, "s-1"), Call: 3, Tool: "shell",
+		Arguments: `{"command":"ls                  42  1 s ago  expires in 1 h"}`, Grant: "g", Taint: wire.Private,
+		Created: wire.TimestampOf(now0), Expires: wire.TimestampOf(now0.Add(time.Hour))}}
+	f := startFake(t, "", always(wire.ApprovalList{Items: items}))
+	code, out, _ := run("approvals", "--admin-socket", f.path)
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, row := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if utf8.RuneCountInString(row) > 40 {
+			t.Errorf("a row wider than the terminal: %q", row)
+		}
+		if strings.HasPrefix(row, "42") {
+			t.Errorf("argument text starts a row: %q", row)
+		}
+	}
+	if !strings.Contains(out, "\n"+gutter) {
+		t.Errorf("no continuation behind the gutter:\n%s", out)
 	}
 }

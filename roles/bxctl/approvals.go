@@ -29,7 +29,9 @@ func (c *approvalsCmd) Run(e *env) error {
 			b.WriteString(approvalBlock(p, now))
 			listed = true
 		}
-		_, _ = io.WriteString(e.stdout, b.String())
+		// Rows broken here, at the terminal's width, so that the
+		// terminal's own wrap cannot start a row with argument text.
+		_, _ = io.WriteString(e.stdout, rows(b.String(), termWidth(e.stdout)))
 	})
 	if ferr != nil {
 		fmt.Fprintf(e.stderr, "%s: %s\n", cmd, ferr.what)

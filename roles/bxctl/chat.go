@@ -35,7 +35,7 @@ const turnTimeout = 30 * time.Minute
 
 func (c *chatCmd) Run(e *env) error {
 	ch := &chat{e: e, cmd: e.name + " chat", loop: c.LoopSocket, admin: adminSocket(c.AdminSocket),
-		json: c.JSON, ask: c.Say == "" && !c.JSON, in: bufio.NewReader(e.stdin), width: termWidth(e.stdout)}
+		json: c.JSON, ask: c.Say == "" && !c.JSON, in: bufio.NewReader(e.stdin)}
 	if ch.loop == "" {
 		ch.loop = filepath.Join(defaultHome(), "run", "owner-loop", "loop.sock")
 	}
@@ -64,7 +64,6 @@ type chat struct {
 	json, ask   bool
 	in          *bufio.Reader
 	session     *wire.SessionID
-	width       int // stdout's terminal's columns; 0 when not a terminal
 }
 
 // lines sends each line of stdin as a message until end of input.
@@ -158,15 +157,15 @@ func (ch *chat) show(ev wire.TurnEvent) error {
 	case wire.TurnSession:
 		fmt.Fprintf(ch.e.stderr, "[session %s, epoch %d]\n", ev.Session, ev.Epoch)
 	case wire.TurnText:
-		fmt.Fprintf(out, "%s\n", rows(modelText(ev.Content), ch.width))
+		fmt.Fprintf(out, "%s\n", rows(modelText(ev.Content), ch.cols()))
 	case wire.TurnToolCall:
-		fmt.Fprintf(out, "%s\n", rows(fmt.Sprintf("tool call %d: %s %s", ev.Call, wire.Printable(ev.Tool), wire.Printable(ev.Arguments)), ch.width))
+		fmt.Fprintf(out, "%s\n", rows(fmt.Sprintf("tool call %d: %s %s", ev.Call, wire.Printable(ev.Tool), wire.Printable(ev.Arguments)), ch.cols()))
 	case wire.TurnToolOutcome:
 		fmt.Fprintf(out, "tool call %d ended: %s\n", ev.Call, outcomeText(ev))
 	case wire.TurnApprovalPending:
 		return ch.approval(ev)
 	case wire.TurnReply:
-		fmt.Fprintf(out, "%s\n", rows(modelText(ev.Content), ch.width))
+		fmt.Fprintf(out, "%s\n", rows(modelText(ev.Content), ch.cols()))
 	case wire.TurnFailed:
 		fmt.Fprintf(ch.e.stderr, "turn failed: %s\n", wire.Printable(ev.Message))
 	}
@@ -214,7 +213,7 @@ func (ch *chat) approval(ev wire.TurnApprovalPending) error {
 			ch.cmd, ev.Approval, wire.Printable(ev.Tool), ev.Expires, ferr.what, runbook.See("approval-details-unavailable"))
 		return nil
 	}
-	fmt.Fprint(ch.e.stdout, rows(approvalBlock(*found, ch.e.now()), ch.width))
+	fmt.Fprint(ch.e.stdout, rows(approvalBlock(*found, ch.e.now()), ch.cols()))
 	if !ch.ask {
 		return nil
 	}
@@ -237,6 +236,11 @@ func (ch *chat) echo(line string) {
 		fmt.Fprintln(ch.e.stderr, wire.Printable(line))
 	}
 }
+
+// cols is stdout's terminal's columns now, read at every event: a window
+// made narrower since the last one must not wrap model text to a row
+// without its gutter. 0 when stdout is not a terminal.
+func (ch *chat) cols() int { return termWidth(ch.e.stdout) }
 
 // termWidth is the columns of w's terminal, or 0 when w is not one (a
 // variable, for tests).
