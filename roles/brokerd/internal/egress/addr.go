@@ -22,7 +22,7 @@ var forbidden = []netip.Prefix{
 	// IPv4 address under each. It is a network-specific prefix, like those
 	// docs/egress.md says no static list can know.
 	netip.MustParsePrefix("64:ff9b:1::/48"),
-	netip.MustParsePrefix("100::/64"),      // discard
+	netip.MustParsePrefix("100::/64"), // discard
 	// IETF protocol assignments, the twin of 192.0.0.0/24: the PCP and
 	// TURN anycast addresses (2001:1::1, 2001:1::2) reach the local
 	// network's gateway; benchmarking, ORCHID and the rest are not for a
