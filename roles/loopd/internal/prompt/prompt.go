@@ -94,6 +94,35 @@ func (r *Request) text(s string) string {
 	return n
 }
 
+// arguments neutralises a tool call's arguments for the body, as the
+// server will read them: llama-server decodes a JSON arguments text before
+// rendering it for templates that take object arguments, so the strings it
+// decodes are what is neutralised (neutral.NeutraliseJSON), and each joins
+// the JSON text as pending, so the check before sending tokenizes the
+// decoded keys and values as well as the text. Arguments that are not valid
+// JSON are neutralised as plain text, as the server leaves them (or
+// refuses the request); their escapes decoded (neutral.Literal) are checked
+// too, so a disagreement between loopd's JSON parser and the server's
+// fails closed rather than letting an escaped marker through.
+func (r *Request) arguments(s string) string {
+	out, strs, ok := r.set.NeutraliseJSON(s)
+	if !ok {
+		out = r.set.Neutralise(s)
+		if lit := neutral.Literal(out); lit != out {
+			strs = []string{lit}
+		}
+	}
+	if out != "" {
+		r.pending = append(r.pending, out)
+	}
+	for _, t := range strs {
+		if t != "" {
+			r.pending = append(r.pending, t)
+		}
+	}
+	return out
+}
+
 // Pending are the texts, as neutralised, appended since the last Checked:
 // what must be checked before the next request is sent.
 func (r *Request) Pending() []string { return r.pending }
@@ -142,7 +171,7 @@ func (r *Request) appendAssistant(b []byte, v wire.AssistantRecord) []byte {
 			b = append(b, `,"type":"function","function":{"name":`...)
 			b = appendString(b, r.text(c.Name))
 			b = append(b, `,"arguments":`...)
-			b = appendString(b, r.text(c.Arguments))
+			b = appendString(b, r.arguments(c.Arguments))
 			b = append(b, `}}`...)
 		}
 		b = append(b, ']')
