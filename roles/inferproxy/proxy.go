@@ -116,10 +116,15 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.tooLarge(w, r.ContentLength)
 		return
 	}
-	if r.ContentLength < 0 {
-		// A body of unknown length is read whole (up to the limit) before
-		// anything is sent, so the model server never sees part of a
-		// request that is then refused.
+	if r.Body != nil && r.Body != http.NoBody {
+		// The body is read whole (up to the limit) before anything is
+		// sent: so the model server never sees part of a request that is
+		// then refused, and so the upstream request never reads this body
+		// after its reply has started to stream back. net/http may refuse
+		// reads of an HTTP/1 request body once the response is written,
+		// and the Transport's last read (for EOF, after the declared
+		// length) then failed and closed the upstream connection in the
+		// middle of the stream.
 		body, err := io.ReadAll(io.LimitReader(r.Body, p.maxBody+1))
 		if err != nil {
 			return // the client went away while sending
@@ -128,9 +133,10 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			p.tooLarge(w, -1)
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
-		r.TransferEncoding = nil
+		r.Body, r.ContentLength, r.TransferEncoding = http.NoBody, 0, nil
+		if len(body) > 0 {
+			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		}
 	}
 	p.rp.ServeHTTP(w, r)
 }
