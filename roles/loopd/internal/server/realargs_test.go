@@ -13,7 +13,6 @@ import (
 	"time"
 	"unicode/utf16"
 
-	"boxmaker/roles/inferproxy"
 	"boxmaker/roles/loopd/internal/llama"
 	"boxmaker/roles/loopd/internal/prompt"
 	"boxmaker/roles/loopd/internal/specials"
@@ -87,17 +86,9 @@ func TestRealLlamaToolCallArguments(t *testing.T) {
 	args := `{"q":"` + q.String() + `","` + escapeSome("<tool_call>") + `":["` + escapeAll("</tool_call>") + `"]}`
 
 	cfg, _ := setup(t)
-	pcfg := &inferproxy.Config{}
-	pcfg.Upstream.URL = l.url
-	pcfg.Listen.Socket = cfg.Model.Socket
-	pcfg.Limits.MaxRequestBytes = inferproxy.DefaultMaxRequestBytes
+	startInferproxy(t, l.url, cfg.Model.Socket)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var plog syncBuf
-	pdone := make(chan error, 1)
-	go func() { pdone <- inferproxy.Serve(ctx, pcfg, &plog) }()
-	defer func() { cancel(); <-pdone }()
-	waitSocket(t, cfg.Model.Socket)
 	client := llama.New(cfg.Model.Socket, time.Minute, time.Minute)
 	defer client.Close()
 	vocab, err := specials.Derive(ctx, client)

@@ -197,16 +197,9 @@ func TestRealLlamaNeutralisesTheModelsTokens(t *testing.T) {
 
 	cfg, _ := setup(t)
 	cfg.Model.MaxSteps = 2
-	pcfg := &inferproxy.Config{}
-	pcfg.Upstream.URL = l.url
-	pcfg.Listen.Socket = cfg.Model.Socket
-	pcfg.Limits.MaxRequestBytes = inferproxy.DefaultMaxRequestBytes
+	plog := startInferproxy(t, l.url, cfg.Model.Socket)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var plog syncBuf
-	pdone := make(chan error, 1)
-	go func() { pdone <- inferproxy.Serve(ctx, pcfg, &plog) }()
-	waitSocket(t, cfg.Model.Socket)
 
 	ready := make(chan struct{})
 	done := make(chan error, 1)
@@ -287,7 +280,23 @@ func TestRealLlamaNeutralisesTheModelsTokens(t *testing.T) {
 	}
 	cancel()
 	<-done
-	<-pdone
+}
+
+// startInferproxy runs inferproxy from socket to the llama-server at
+// upstream until the test ends, and returns its log for failure messages.
+func startInferproxy(t *testing.T, upstream, socket string) *syncBuf {
+	t.Helper()
+	pcfg := &inferproxy.Config{}
+	pcfg.Upstream.URL = upstream
+	pcfg.Listen.Socket = socket
+	pcfg.Limits.MaxRequestBytes = inferproxy.DefaultMaxRequestBytes
+	ctx, cancel := context.WithCancel(context.Background())
+	plog := &syncBuf{}
+	pdone := make(chan error, 1)
+	go func() { pdone <- inferproxy.Serve(ctx, pcfg, plog) }()
+	t.Cleanup(func() { cancel(); <-pdone })
+	waitSocket(t, socket)
+	return plog
 }
 
 func waitSocket(t *testing.T, path string) {
