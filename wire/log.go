@@ -66,22 +66,26 @@ type EpochEnd struct {
 	Summary string    `json:"summary"`
 }
 
-// RefusedRecord withdraws the record right before it, a user message or a tool
-// result: the model server refused the request that carried it as longer
-// than its context (PromptTokens of NCtx, the server's own numbers). The
-// withdrawn record stays in the log as the owner or the tool wrote it, but
-// no request carries it again. Not in the pre-M1 spec's enum: added by
-// issue 16.
+// RefusedRecord withdraws the record right before it, a user message or a
+// tool result, because the request carrying it does not fit the model's
+// context: PromptTokens of NCtx, the server's own numbers when it refused
+// the request, loopd's measure for a tool result it withheld before
+// sending. The withdrawn record stays in the log as the owner or the tool
+// wrote it, but no request carries it again. Not in the pre-M1 spec's
+// enum: added by issue 16.
 type RefusedRecord struct {
 	Time         Timestamp `json:"time"`
 	PromptTokens uint64    `json:"prompt_tokens"`
 	NCtx         uint64    `json:"n_ctx"`
 }
 
-// AnswerCut follows an assistant record whose answer the server cut short
-// (finish_reason "length") after Tokens tokens, for Reason. The assistant
-// record keeps the answer exactly as it was returned, so the next request
-// replays what was generated. Added by issue 16.
+// AnswerCut comes right before the assistant record of an answer the
+// server cut short (finish_reason "length") after Tokens tokens, for
+// Reason. The assistant record keeps the answer exactly as it was returned,
+// and the next request replays it as generated, except for tool calls: a
+// cut call's arguments are not JSON, which the server refuses in a
+// request, so the calls of a cut answer are neither run nor replayed.
+// Added by issue 16.
 type AnswerCut struct {
 	Time   Timestamp `json:"time"`
 	Tokens uint64    `json:"tokens"`

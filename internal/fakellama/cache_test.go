@@ -123,3 +123,40 @@ func TestTokenizerIsStableAtNewlines(t *testing.T) {
 		t.Fatalf("long word: %s", got)
 	}
 }
+
+// An answer longer than max_tokens stops there with finish_reason
+// "length", as does one that fills the context; the cut answer, replayed,
+// still hits the cache in full.
+func TestAnswerCut(t *testing.T) {
+	long := strings.Repeat("word ", 50)
+	s, url := start(t, Options{NCtx: 120, Script: func(int, *ChatRequest) Reply { return Reply{Content: long} }})
+	capped := strings.Replace(conversation(false, sys, user1), `"stream":false`, `"stream":false,"max_tokens":7`, 1)
+	status, b := post(t, url, capped)
+	var ans struct {
+		Choices []struct {
+			FinishReason string `json:"finish_reason"`
+			Message      struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if status != 200 || json.Unmarshal(b, &ans) != nil || len(ans.Choices) != 1 {
+		t.Fatalf("%d %s", status, b)
+	}
+	reqs := s.Requests()
+	st := reqs[len(reqs)-1].Chat
+	if c := ans.Choices[0]; c.FinishReason != "length" || c.Message.Content != "word word word word" || st.PredictedN != 7 {
+		t.Fatalf("capped: %+v %+v", c, st)
+	}
+	// The cut answer replayed: the cache holds the prompt and all 7 tokens.
+	asst := `{"role":"assistant","content":"word word word word"}`
+	next := chatStats(t, s, url, conversation(false, sys, user1, asst, user2))
+	if next.CacheN != st.PromptTokens+7 {
+		t.Fatalf("replay of the cut answer: cache_n %d, want %d", next.CacheN, st.PromptTokens+7)
+	}
+	// No cap: the answer runs until the context is full.
+	full := chatStats(t, s, url, conversation(false, sys, user1))
+	if full.PromptTokens+full.PredictedN != 120 {
+		t.Fatalf("context full: %+v", full)
+	}
+}

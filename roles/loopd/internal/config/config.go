@@ -15,6 +15,7 @@
 //	reply_timeout_s = 300                  # until the answer starts
 //	idle_timeout_s = 120                   # between two chunks
 //	epoch_percent = 75                     # of n_ctx, then summarise
+//	max_answer_tokens = 2048               # max_tokens of every request
 //
 //	[listen]
 //	socket = "/var/lib/boxmaker/run/owner-loop/loop.sock"
@@ -67,6 +68,9 @@ type Model struct {
 	// EpochPercent is how full the context may get (in percent of n_ctx)
 	// before the epoch ends with a summary.
 	EpochPercent int `toml:"epoch_percent"`
+	// MaxAnswerTokens bounds every answer: it is sent as max_tokens with
+	// every request, so a model that never ends its turn stops there.
+	MaxAnswerTokens int `toml:"max_answer_tokens"`
 }
 
 // Listen is where loopd serves the channel protocol.
@@ -86,6 +90,11 @@ const (
 	DefaultReplyTimeoutS = 300
 	DefaultIdleTimeoutS  = 120
 	DefaultEpochPercent  = 75
+	// DefaultMaxAnswerTokens is room for a long answer or a large tool
+	// call, and a bound on a runaway one: about 8,000 characters.
+	DefaultMaxAnswerTokens = 2048
+	// MaxAnswerTokensLimit catches a typo; no context is this large.
+	MaxAnswerTokensLimit = 1 << 20
 )
 
 // DefaultSystemPrompt is used when the config names none.
@@ -125,7 +134,7 @@ func Load(path string) (Config, error) {
 // *wire.ConfigError.
 func Parse(file string, data []byte) (Config, error) {
 	c := Config{Model: Model{MaxSteps: DefaultMaxSteps, ReplyTimeoutS: DefaultReplyTimeoutS,
-		IdleTimeoutS: DefaultIdleTimeoutS, EpochPercent: DefaultEpochPercent}}
+		IdleTimeoutS: DefaultIdleTimeoutS, EpochPercent: DefaultEpochPercent, MaxAnswerTokens: DefaultMaxAnswerTokens}}
 	if err := wire.DecodeConfig(file, data, &c); err != nil {
 		return Config{}, err
 	}
@@ -163,6 +172,8 @@ func (c *Config) check(file string, data []byte) error {
 		return bad("model.idle_timeout_s", "[model] idle_timeout_s must be at least 1")
 	case c.Model.EpochPercent < 10 || c.Model.EpochPercent > 95:
 		return bad("model.epoch_percent", "[model] epoch_percent must be between 10 and 95")
+	case c.Model.MaxAnswerTokens < 1 || c.Model.MaxAnswerTokens > MaxAnswerTokensLimit:
+		return bad("model.max_answer_tokens", fmt.Sprintf("[model] max_answer_tokens must be between 1 and %d", MaxAnswerTokensLimit))
 	case c.Model.SystemPrompt != "" && c.Model.SystemPromptFile != "":
 		return bad("model.system_prompt_file", "[model] system_prompt and system_prompt_file are exclusive")
 	}

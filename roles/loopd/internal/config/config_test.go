@@ -35,7 +35,8 @@ func TestParseGood(t *testing.T) {
 	}
 	// Defaults.
 	if c.Model.NCtx != 0 || c.Model.EpochPercent != DefaultEpochPercent || c.Model.ReplyTimeoutS != DefaultReplyTimeoutS ||
-		c.Model.IdleTimeoutS != DefaultIdleTimeoutS || c.Model.SystemPrompt != DefaultSystemPrompt {
+		c.Model.IdleTimeoutS != DefaultIdleTimeoutS || c.Model.SystemPrompt != DefaultSystemPrompt ||
+		c.Model.MaxAnswerTokens != DefaultMaxAnswerTokens {
 		t.Fatalf("defaults: %+v", c.Model)
 	}
 }
@@ -53,6 +54,8 @@ func TestParseRefuses(t *testing.T) {
 		{"missing model socket", strings.Replace(good, `socket = "/var/lib/boxmaker/run/loop-infer/infer.sock"`, "", 1), "loopd.toml:4: [model] socket (infer.sock) is required"},
 		{"zero steps", strings.Replace(good, "max_steps = 8", "max_steps = 0", 1), "loopd.toml:7: [model] max_steps must be at least 1"},
 		{"both prompts", strings.Replace(good, "slot = 1", "slot = 1\nsystem_prompt = \"a\"\nsystem_prompt_file = \"b\"", 1), "loopd.toml:8: [model] system_prompt and system_prompt_file are exclusive"},
+		{"zero answer tokens", strings.Replace(good, "max_steps = 8", "max_steps = 8\nmax_answer_tokens = 0", 1), "loopd.toml:8: [model] max_answer_tokens must be between 1 and 1048576"},
+		{"huge answer tokens", strings.Replace(good, "max_steps = 8", "max_steps = 8\nmax_answer_tokens = 2097152", 1), "loopd.toml:8: [model] max_answer_tokens must be between 1 and 1048576"},
 		{"epoch percent", strings.Replace(good, "slot = 1", "slot = 1\nepoch_percent = 99", 1), "loopd.toml:7: [model] epoch_percent must be between 10 and 95"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -79,6 +79,17 @@ func Run(ctx context.Context, o Options) error {
 		Tools:  &tools.Runner{Port: o.Port, Now: o.Now},
 		Now:    o.Now,
 		Report: say,
+
+		// The answer limit, and the server's own count for what may not
+		// fit the context (session: fit.go).
+		MaxAnswerTokens: cfg.Model.MaxAnswerTokens,
+		Tokens: func(ctx context.Context, text string) (int, error) {
+			ids, err := client.TokenizeEach(ctx, []string{text}, true)
+			if err != nil {
+				return 0, err
+			}
+			return len(ids[0]), nil
+		},
 	})
 	say(fmt.Sprintf("serving %s (model context %d tokens, slot %d)", cfg.Listen.Socket, nctx, cfg.Model.Slot))
 	if o.Ready != nil {

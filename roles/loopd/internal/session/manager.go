@@ -60,6 +60,15 @@ type Config struct {
 	// Report tells the owner something they should know but that does not
 	// stop the session (a recovered torn line, a cache loss). Nil drops it.
 	Report func(msg string)
+
+	// MaxAnswerTokens is sent as max_tokens with every request: the
+	// answer limit. 0 sends none.
+	MaxAnswerTokens int
+	// Tokens, when set, counts a text's tokens as the model server reads a
+	// prompt (POST /tokenize): the size a refused message is reported
+	// with, and the measure of a tool result that may not fit the context.
+	// Without it a tool result is measured by its bytes.
+	Tokens func(ctx context.Context, text string) (int, error)
 }
 
 // Manager holds the sessions of one loopd.
