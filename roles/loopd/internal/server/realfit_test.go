@@ -353,3 +353,55 @@ func TestRealLlamaSmallContextRollover(t *testing.T) {
 	}
 	t.Logf("loopd:\n%s", d.stderr.String())
 }
+
+// A tool result larger than the context left is withheld, measured with
+// the server's own tokenizer: the model reads a note with its size, the
+// owner sees the outcome as truncated, and no prompt carries the result.
+// The model here calls http_fetch after every message.
+func TestRealLlamaToolResultTooLarge(t *testing.T) {
+	_, model := llamaPaths(t)
+	l := startLlamaCtx(t, model, 2048)
+	cfg, _ := setup(t)
+	cfg.Model.MaxSteps = 2
+	cfg.Model.ReplyTimeoutS = 60
+	startInferproxy(t, l.url, cfg.Model.Socket)
+	const marker = "OKAPI"
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	ready := make(chan struct{})
+	var stderr syncBuf
+	big := strings.Repeat(marker+" is a forest animal related to the giraffe. ", 200)
+	go func() {
+		done <- Run(ctx, Options{Config: cfg, Stderr: &stderr, Port: hostilePort{big}, Ready: func() { close(ready) }})
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("loopd ended: %v\n%s", err, stderr.String())
+	}
+	d := &liveLoopd{cfg: cfg, stderr: &stderr}
+	evs := d.say(t, nil, "fetch it")
+	var outs []wire.TurnToolOutcome
+	for _, ev := range evs {
+		if o, ok := ev.(wire.TurnToolOutcome); ok {
+			outs = append(outs, o)
+		}
+	}
+	if len(outs) == 0 || !outs[0].Truncated || outs[0].Status != wire.ToolResult {
+		t.Fatalf("events %#v\n%s", evs, stderr.String())
+	}
+	var noted bool
+	for _, p := range l.promptTexts(t) {
+		if strings.Contains(p, marker) {
+			t.Fatal("a prompt carries the withheld result")
+		}
+		noted = noted || strings.Contains(p, "This result was not given to you: it is about ")
+	}
+	if !noted || !strings.Contains(stderr.String(), "see docs/runbook.md#tool-result-too-large") {
+		t.Fatalf("no prompt carries the note:\n%s", stderr.String())
+	}
+	t.Logf("loopd:\n%s", stderr.String())
+	cancel()
+	<-done
+}

@@ -277,3 +277,30 @@ func (e *env) swapFake(opts fakellama.Options) {
 		}
 	})
 }
+
+// When the measure of a tool result is wrong and the server refuses the
+// request that carries it, the turn stops, and the next message finds the
+// epoch full and starts a new one: the session is not locked.
+func TestToolResultMismeasured(t *testing.T) {
+	port := &recPort{resp: func(wire.ToolRequest) wire.ToolResponse {
+		return wire.ResultResponse{Content: filler(800), Class: wire.Public}
+	}}
+	e := fitEnv(t, 1200, 64, fakellama.Queue(
+		call("call_tool", `{"tool":"read_file","arguments":{"path":"/n/big.md"}}`),
+		text("refused"), text("refused again"), text("summary refused"), text("The next epoch answers.")), port)
+	e.cfg.Tokens = func(context.Context, string) (int, error) { return 1, nil } // wrong
+	e.restart()
+	evs := e.say(nil, "read big.md")
+	id := sessionOf(t, evs)
+	if msg := failedOf(t, evs); !strings.Contains(msg, "refused the request with this step's tool results as longer than its context") ||
+		!strings.HasSuffix(msg, "see docs/runbook.md#tool-result-too-large") {
+		t.Fatalf("turn 1: %q", msg)
+	}
+	evs = e.say(&id, "go on")
+	if got := replyOf(t, evs); got != "The next epoch answers." {
+		t.Fatalf("turn 2: %#v", evs)
+	}
+	if recs := e.records(id, 1); len(recs) != 4 {
+		t.Fatalf("epoch 1: %#v", recs)
+	}
+}
