@@ -71,18 +71,22 @@ type Request struct {
 	set    *neutral.Set
 	// pending are the neutralised texts appended since Checked.
 	pending []string
+	// slot is the id_slot the head names; buf[:slotEnd] ends with it.
+	slot    uint32
+	slotEnd int
 }
 
 // New starts an epoch's request for slot with prefix p.
 func New(slot uint32, p Prefix) *Request {
 	b := append([]byte(`{"id_slot":`), strconv.FormatUint(uint64(slot), 10)...)
+	slotEnd := len(b)
 	b = append(b, `,"cache_prompt":true,"stream":true,`...)
 	b = append(b, p.render()...)
 	set := p.Neutral
 	if set == nil {
 		set = neutral.Floor()
 	}
-	return &Request{buf: b, head: len(b), sum: sha256.New(), set: set}
+	return &Request{buf: b, head: len(b), sum: sha256.New(), set: set, slot: slot, slotEnd: slotEnd}
 }
 
 // text neutralises s for the body and keeps the result as pending.
@@ -249,4 +253,28 @@ func (r *Request) appendOptString(b []byte, s *string) []byte {
 func appendString(b []byte, s string) []byte {
 	out, _ := jsontext.AppendQuote(b, s)
 	return out
+}
+
+// Slot is the id_slot the request names.
+func (r *Request) Slot() uint32 { return r.slot }
+
+// SetSlot makes the request name slot instead: loopd moved the session to
+// another of the server's slots. The history is copied into a new buffer,
+// since bodies handed out by Parts may still be read, and the running hash
+// starts again; both happen once per move, which costs the server far more
+// (a cache miss) than it costs here.
+func (r *Request) SetSlot(slot uint32) {
+	if slot == r.slot {
+		return
+	}
+	b := append([]byte(`{"id_slot":`), strconv.FormatUint(uint64(slot), 10)...)
+	delta := len(b) - r.slotEnd
+	b = append(make([]byte, 0, cap(r.buf)+delta), b...)
+	b = append(b, r.buf[r.slotEnd:]...)
+	r.buf, r.slot, r.slotEnd = b, slot, r.slotEnd+delta
+	r.head += delta
+	for i := range r.ends {
+		r.ends[i] += delta
+	}
+	r.sum, r.summed = sha256.New(), 0
 }
