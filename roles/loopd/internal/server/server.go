@@ -84,7 +84,7 @@ func Run(ctx context.Context, o Options) error {
 		Now:    o.Now,
 		Report: say,
 	})
-	say(fmt.Sprintf("serving %s (model context %d tokens, %d slots)", cfg.Listen.Socket, nctx, nslots))
+	say(fmt.Sprintf("serving %s (model context %d tokens, server slots %d)", cfg.Listen.Socket, nctx, nslots))
 	if o.Ready != nil {
 		o.Ready()
 	}
