@@ -8,7 +8,7 @@
 //
 //	[model]
 //	socket = "/var/lib/boxmaker/run/loop-infer/infer.sock"
-//	n_ctx = 32768                          # optional: else /props says
+//	n_ctx = 32768                          # per slot; optional: else /props says
 //	max_steps = 16                         # model requests per turn
 //	system_prompt = "..."                  # or system_prompt_file = "system.md"
 //	reply_timeout_s = 300                  # until the answer starts
@@ -20,6 +20,10 @@
 //
 //	[broker]
 //	socket = "/var/lib/boxmaker/run/loop-broker/broker.sock"   # optional
+//
+// There is no slot key: loopd spreads its sessions over every slot the
+// model server reports (total_slots in /props). A file that still sets
+// [model] slot is refused (RetiredSlot).
 package config
 
 import (
