@@ -7,8 +7,9 @@
 //
 //	{"id_slot":S,"cache_prompt":true,"stream":true,"tools":[…],"messages":[{system},M1,…,Mn]}
 //
-// Everything up to the system message is the head, fixed for an epoch. The
-// bytes from "tools" through the system message are the prompt prefix; their
+// Everything up to the system message is the head, fixed for an epoch but
+// for id_slot, which changes when loopd moves the session to another of
+// the server's slots (SetSlot). The bytes from "tools" through the system message are the prompt prefix; their
 // SHA-256 is the epoch's baseline (SessionStart.baseline). Each record that
 // the model reads renders to one message, kept in memory; a new record
 // renders once and is appended, so building a request never re-reads the
