@@ -2,8 +2,12 @@ package fakellama
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 const (
@@ -158,5 +162,43 @@ func TestAnswerCut(t *testing.T) {
 	full := chatStats(t, s, url, conversation(false, sys, user1))
 	if full.PromptTokens+full.PredictedN != 120 {
 		t.Fatalf("context full: %+v", full)
+	}
+}
+
+// A request that names a busy slot waits for it and says so (Waited); one
+// on another slot is served at once.
+func TestBusySlotWaits(t *testing.T) {
+	slow := Reply{Content: "slow", Fault: Fault{FirstByteDelay: time.Second}}
+	s, url := start(t, Options{Slots: 2, Script: Queue(slow, Reply{Content: "a"}, Reply{Content: "b"})})
+	body := conversation(false, sys, user1)
+	done := make(chan struct{})
+	send := func(body string) {
+		resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	go func() { send(body); close(done) }()
+	for {
+		if r := s.Requests(); len(r) == 1 && r[0].Chat != nil {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	var wg sync.WaitGroup
+	for _, slot := range []string{"0", "1"} {
+		wg.Go(func() {
+			send(strings.Replace(body, `"stream":false`, `"stream":false,"id_slot":`+slot, 1))
+		})
+	}
+	wg.Wait()
+	<-done
+	for _, r := range s.Requests() {
+		if want := r.Chat.Slot == 0 && string(r.Body) != body; r.Chat.Waited != want {
+			t.Errorf("slot %d: waited %v, want %v", r.Chat.Slot, r.Chat.Waited, want)
+		}
 	}
 }

@@ -54,7 +54,10 @@ func (s *Server) chat(w *recWriter, r *http.Request, rec *Request, body []byte) 
 	}
 
 	sl := s.slots[req.IDSlot]
-	sl.mu.Lock()
+	waited := !sl.mu.TryLock()
+	if waited {
+		sl.mu.Lock()
+	}
 	defer sl.mu.Unlock()
 	cacheN := 0
 	if req.CachePrompt {
@@ -81,7 +84,7 @@ func (s *Server) chat(w *recWriter, r *http.Request, rec *Request, body []byte) 
 	// reply when it replays it unchanged.
 	gen := tokenize(assistantBody(reply.Reasoning, reply.Content, a.calls) + imEnd)
 	a.reply, gen = cut(a.reply, gen, s.opts.NCtx-len(prompt), req.MaxTokens)
-	a.stats = ChatStats{Slot: req.IDSlot, PromptTokens: len(prompt), CacheN: cacheN,
+	a.stats = ChatStats{Slot: req.IDSlot, Waited: waited, PromptTokens: len(prompt), CacheN: cacheN,
 		PromptN: len(prompt) - cacheN, PredictedN: len(gen)}
 	s.setChat(rec, a.stats)
 	sl.tokens = prompt

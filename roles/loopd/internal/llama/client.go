@@ -1,8 +1,8 @@
 // Package llama is loopd's client for llama-server's HTTP API, spoken
 // through inferproxy on infer.sock (a Unix socket; loopd never opens TCP):
-// /health for the self-test, /props for the context size, and streamed
-// /v1/chat/completions, reassembled into the assistant's fields exactly as
-// the server sent them.
+// /health for the self-test, /props for the context size and the number of
+// slots, and streamed /v1/chat/completions, reassembled into the
+// assistant's fields exactly as the server sent them.
 //
 // llama-server's JSON is a foreign format, read leniently (unknown members
 // ignored) but never loosely: names match case-sensitively, and duplicate

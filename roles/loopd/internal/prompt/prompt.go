@@ -7,13 +7,15 @@
 //
 //	{"id_slot":S,"cache_prompt":true,"stream":true,"tools":[…],"messages":[{system},M1,…,Mn],"max_tokens":N}
 //
-// Everything up to the system message is the head, fixed for an epoch. The
-// generation settings after the messages ("max_tokens", the answer limit)
-// are the end: they are sent with every request (Parts) but are no part of
-// the conversation, so Body, BodyAt and Hash, which the .sent side file
-// records and a restart compares, end the messages with "]}" instead, and
-// a changed limit is not taken for a changed history. The
-// bytes from "tools" through the system message are the prompt prefix; their
+// Everything up to the system message is the head, fixed for an epoch but
+// for id_slot, which changes when loopd moves the session to another of
+// the server's slots (SetSlot). The generation settings after the messages
+// ("max_tokens", the answer limit) are the end: they are sent with every
+// request (Parts) but are no part of the conversation, so Body, BodyAt and
+// Hash, which the .sent side file records and a restart compares, end the
+// messages with "]}" instead, and a changed limit is not taken for a
+// changed history. The bytes from "tools" through the system message are
+// the prompt prefix; their
 // SHA-256 is the epoch's baseline (SessionStart.baseline). Each record that
 // the model reads renders to one message, kept in memory; a new record
 // renders once and is appended, so building a request never re-reads the
@@ -87,11 +89,15 @@ type Request struct {
 	// cut says the last record was an AnswerCut: the assistant record
 	// after it is rendered without its tool calls.
 	cut bool
+	// slot is the id_slot the head names; buf[:slotEnd] ends with it.
+	slot    uint32
+	slotEnd int
 }
 
 // New starts an epoch's request for slot with prefix p.
 func New(slot uint32, p Prefix) *Request {
 	b := append([]byte(`{"id_slot":`), strconv.FormatUint(uint64(slot), 10)...)
+	slotEnd := len(b)
 	b = append(b, `,"cache_prompt":true,"stream":true,`...)
 	b = append(b, p.render()...)
 	set := p.Neutral
@@ -103,7 +109,7 @@ func New(slot uint32, p Prefix) *Request {
 		end = strconv.AppendInt([]byte(`],"max_tokens":`), int64(p.MaxTokens), 10)
 		end = append(end, '}')
 	}
-	return &Request{buf: b, head: len(b), sum: sha256.New(), set: set, end: end}
+	return &Request{buf: b, head: len(b), sum: sha256.New(), set: set, end: end, slot: slot, slotEnd: slotEnd}
 }
 
 // text neutralises s for the body and keeps the result as pending.
@@ -318,4 +324,28 @@ func (r *Request) appendOptString(b []byte, s *string) []byte {
 func appendString(b []byte, s string) []byte {
 	out, _ := jsontext.AppendQuote(b, s)
 	return out
+}
+
+// Slot is the id_slot the request names.
+func (r *Request) Slot() uint32 { return r.slot }
+
+// SetSlot makes the request name slot instead: loopd moved the session to
+// another of the server's slots. The history is copied into a new buffer,
+// since bodies handed out by Parts may still be read, and the running hash
+// starts again; both happen once per move, which costs the server far more
+// (a cache miss) than it costs here.
+func (r *Request) SetSlot(slot uint32) {
+	if slot == r.slot {
+		return
+	}
+	b := append([]byte(`{"id_slot":`), strconv.FormatUint(uint64(slot), 10)...)
+	delta := len(b) - r.slotEnd
+	b = append(make([]byte, 0, cap(r.buf)+delta), b...)
+	b = append(b, r.buf[r.slotEnd:]...)
+	r.buf, r.slot, r.slotEnd = b, slot, r.slotEnd+delta
+	r.head += delta
+	for i := range r.ends {
+		r.ends[i] += delta
+	}
+	r.sum, r.summed = sha256.New(), 0
 }

@@ -85,7 +85,8 @@ func (s *Session) startEpoch(epoch wire.Epoch, summary string) error {
 	if err := s.openLog(sessionlog.Path(s.cfg.Home, s.id, epoch)); err != nil {
 		return fmt.Errorf("cannot start epoch %d: %w", epoch, err)
 	}
-	s.epoch, s.slot, s.last = epoch, s.cfg.Slot, nil
+	s.epoch, s.last = epoch, nil
+	s.slot = s.cfg.pool.Peek(s.id.String())
 	s.req = prompt.New(s.slot, p)
 	start := wire.SessionStart{Time: s.now(), Session: s.id, Epoch: epoch, Slot: s.slot, Baseline: p.Baseline()}
 	if err := s.write(start); err != nil {
@@ -136,7 +137,12 @@ func (s *Session) summarise(ctx context.Context) (string, error) {
 	if err := s.checkPending(ctx); err != nil {
 		return "", err
 	}
+	lease, err := s.takeSlot(ctx)
+	if err != nil {
+		return "", err
+	}
 	reply, err := s.cfg.Model.Chat(ctx, s.req.SummaryBody(SummaryInstruction, summaryLimit(s.cfg)))
+	lease.Release()
 	if err != nil {
 		return "", fmt.Errorf("the model failed to summarise epoch %d: %w", s.epoch, err)
 	}

@@ -184,6 +184,7 @@ func (s *Session) verifySent() {
 	if sent == nil {
 		return
 	}
+	s.sentSlot(sent)
 	if sent.Records > s.req.Len() {
 		s.report("epoch %d: the log has %d records, but the last request sent was built from %d: records are missing; %s",
 			s.epoch, s.req.Len(), sent.Records, runbook.See("session-rebuild-differs"))

@@ -187,14 +187,19 @@ func (s *Session) ask(ctx context.Context) (*llama.Reply, error) {
 	if err := s.checkPending(ctx); err != nil {
 		return nil, err
 	}
+	lease, err := s.takeSlot(ctx)
+	if err != nil {
+		return nil, err
+	}
 	n := s.req.Len()
 	body, sum, size := s.req.Parts(), s.req.Hash(), s.req.Size()
 	reply, err := s.cfg.Model.Chat(ctx, body...)
+	lease.Release()
 	if err != nil {
 		return nil, fmt.Errorf("the model failed: %w", err)
 	}
 	t := reply.Timings
-	if s.last != nil {
+	if s.expects(lease) {
 		if want := Expected(*s.last); t.CacheN < want {
 			loss := wire.CacheLoss{Time: s.now(), Expected: want, Got: t.CacheN}
 			if err := s.write(loss); err != nil {
@@ -219,7 +224,8 @@ func (s *Session) ask(ctx context.Context) (*llama.Reply, error) {
 	if err := s.write(rec); err != nil {
 		return nil, err
 	}
-	sent := sessionlog.Sent{Records: n, Bytes: size, Hash: sum, Prompt: t.Prompt(), Context: t.Context()}
+	sent := sessionlog.Sent{Records: n, Bytes: size, Hash: sum, Prompt: t.Prompt(), Context: t.Context(),
+		Slot: int(lease.Slot)}
 	if err := s.sent.Append(sent); err != nil {
 		// The log is whole; only the restart check loses this entry.
 		s.report("epoch %d: %v", s.epoch, err)
