@@ -1,18 +1,18 @@
 package tinymodel
 
+import (
+	"strings"
+	"unicode/utf8"
+)
+
 // A counting bound that proves a text cannot be spelled without a repeat,
-// long before the search would give up. Take the positions of one byte
-// value (the quotes of a JSON text, say), keeping one only when no single
+// long before the search would give up. Take the positions of one
+// character (the quotes of a JSON text, say), keeping one only when no single
 // token can cover it together with the previous one kept. In any spelling
 // each kept position lies in a different token, and the tokens differ, so
 // there must be a matching from the kept positions to distinct tokens that
 // can cover them (Hall's condition). {"name":"x","tool":"y",...} fails it:
 // five `":` positions, and only `":"`, `":{"`, `":` and `"` fit there.
-
-import (
-	"strings"
-	"unicode/utf8"
-)
 
 // occ is one place a token can stand in the text: bytes [at, at+n).
 type occ struct{ at, n, id int }

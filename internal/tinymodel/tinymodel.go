@@ -16,7 +16,7 @@
 // "http_response") selects it too.
 //
 // It is pure Go (no Python or numpy), so the tests can make the models they
-// need in a temporary directory: about a second for one model.
+// need in a temporary directory: 0.3 s to write one (45 MB).
 // cmd/tinymodel is the command-line front end; .ci/llama-setup uses it.
 package tinymodel
 
