@@ -6,9 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -19,21 +17,9 @@ import (
 	"boxmaker/wire"
 )
 
-const llamaReplyModelEnv = "BOXMAKER_TEST_LLAMA_REPLY_MODEL"
-
 // replyModel is the tiny model that answers every message with the same
 // short reply (.ci/llama-setup makes it).
-func replyModel(t *testing.T) string {
-	t.Helper()
-	m := os.Getenv(llamaReplyModelEnv)
-	if m == "" {
-		m = filepath.Join(llamaCache, "models", "boxmaker-reply.gguf")
-	}
-	if _, err := os.Stat(m); err != nil {
-		t.Fatalf("the real llama-server slot tests need the reply model %s: %v\nmake it with `just llama-setup` (or set %s)", m, err, llamaReplyModelEnv)
-	}
-	return m
-}
+func replyModel(t *testing.T) string { return cacheModel(t, "reply.gguf") }
 
 // startLlamaSlots runs llama-server on model with np slots and one thread
 // (the machines are shared), on a loopback port.
