@@ -62,3 +62,30 @@ func TestCrashBeforeRefusedOfFirstMessage(t *testing.T) {
 		t.Fatalf("reports %q", r)
 	}
 }
+
+// A loopd killed between an answer_cut record and the answer it describes
+// leaves answer_cut last. The session goes on from there (the answer was
+// never recorded, so no request replays it), and its log must keep
+// loading after the next turn's records follow the lone answer_cut.
+func TestCrashBetweenAnswerCutAndAnswer(t *testing.T) {
+	e := newEnv(t, fakellama.Options{Script: fakellama.Queue(
+		text(strings.Repeat("word ", 20)), text("Short."), text("Still short."))}, nil)
+	e.cfg.MaxAnswerTokens = 8
+	e.restart()
+	id := sessionOf(t, e.say(nil, "talk"))
+	e.mgr.Close()
+	if _, ok := e.dropLastLine(id, 0).(wire.AssistantRecord); !ok {
+		t.Fatal("the turn did not end with its answer")
+	}
+	e.restart()
+	if got := replyOf(t, e.say(&id, "and?")); got != "Short." {
+		t.Fatalf("after the crash %q", got)
+	}
+	e.restart()
+	if got := replyOf(t, e.say(&id, "more?")); got != "Still short." {
+		t.Fatalf("after another restart %q", got)
+	}
+	if r := e.reported(); strings.Contains(r, "session-rebuild-differs") {
+		t.Fatalf("reports %q", r)
+	}
+}
