@@ -84,8 +84,9 @@ type RefusedRecord struct {
 // Reason. The assistant record keeps the answer exactly as it was returned,
 // and the next request replays it as generated, except for tool calls: a
 // cut call's arguments are not JSON, which the server refuses in a
-// request, so the calls of a cut answer are neither run nor replayed.
-// Added by issue 16.
+// request, so the calls of a cut answer are neither run nor replayed. A
+// crash between the two leaves it without its answer, and the session goes
+// on after it. Added by issue 16.
 type AnswerCut struct {
 	Time   Timestamp `json:"time"`
 	Tokens uint64    `json:"tokens"`

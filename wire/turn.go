@@ -50,8 +50,9 @@ type TurnApprovalPending struct {
 }
 
 // TurnAnswerCut says the model's answer was cut short after Tokens tokens,
-// for Reason, before the model ended it. It comes right before the turn's
-// last event, which carries what the model wrote. Added by issue 16.
+// for Reason, before the model ended it. It comes right before what the
+// model wrote: the turn's reply, or (a cut tool call) the answer's text
+// event, if any, and then failed. Added by issue 16.
 type TurnAnswerCut struct {
 	Tokens uint64    `json:"tokens"`
 	Reason CutReason `json:"reason"`

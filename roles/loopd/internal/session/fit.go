@@ -7,7 +7,6 @@ import (
 
 	"boxmaker/roles/loopd/internal/llama"
 	"boxmaker/roles/loopd/internal/neutral"
-	"boxmaker/roles/loopd/internal/sessionlog"
 	"boxmaker/roles/loopd/internal/tools"
 	"boxmaker/runbook"
 	"boxmaker/wire"
@@ -83,10 +82,11 @@ func (s *Session) count(ctx context.Context, text string) int {
 // restart, carries it again. Then one of three things is true:
 //
 //   - the epoch's history fills the context: the request without the
-//     message is past the epoch's limit, and the epoch has answers in it (a
-//     turn that failed after its tool results, or a restart that lost the
-//     .sent file, can leave it there). The epoch ends with a summary and the
-//     message goes to the next epoch, once;
+//     message is past the epoch's limit, and the epoch holds more than its
+//     start (a turn that failed after its tool results, a restart that lost
+//     the .sent file, or an earlier message that a failed request or a
+//     crash before its refused record left in the epoch). The epoch ends
+//     with a summary and the message goes to the next epoch, once;
 //   - the epoch's start alone is past the limit: the context is too small
 //     for a conversation, and the owner is told how to fix that;
 //   - the message is too long: the owner is told its size and what fits.
@@ -112,12 +112,9 @@ func (s *Session) refused(ctx context.Context, text string, le *llama.Error, aga
 	rest := max(le.PromptTokens-m, 0)
 	limit := nctx * s.cfg.EpochPercent / 100
 	if rest >= limit {
-		answered, err := s.hasAnswers()
-		if err != nil {
-			return nil, err
-		}
+		history := s.hasHistory()
 		switch {
-		case answered && !again:
+		case history && !again:
 			s.report("epoch %d: the request for the owner's message was %d tokens, over the context of %d, because the epoch "+
 				"holds about %d; the epoch ends here, and the message goes to the next", s.epoch, le.PromptTokens, nctx, rest)
 			if err := s.endEpoch(ctx); err != nil {
@@ -131,7 +128,7 @@ func (s *Session) refused(ctx context.Context, text string, le *llama.Error, aga
 				return s.refused(ctx, text, le, true)
 			}
 			return reply, err
-		case !answered:
+		case !history:
 			return nil, s.startTooLarge(rest, m, nctx, limit)
 		}
 	}
@@ -157,18 +154,18 @@ func (s *Session) startTooLarge(start, m, nctx, limit int) error {
 		s.epoch, what, start, limit, nctx, m, runbook.See("epoch-start-too-large"))
 }
 
-// hasAnswers reports whether the current epoch's log holds an answer.
-func (s *Session) hasAnswers() (bool, error) {
-	log, err := sessionlog.Read(s.path)
-	if err != nil {
-		return false, err
+// hasHistory reports whether the request carries anything past the
+// epoch's start (SessionStart, and the summary after the first epoch): an
+// answer, or a message still live because its request failed for another
+// reason or loopd was killed before it wrote the refused record. Only
+// such an epoch can be made smaller by ending it; withdrawn records render
+// nothing, so they do not count.
+func (s *Session) hasHistory() bool {
+	start := 1
+	if s.epoch > 0 {
+		start = 2
 	}
-	for _, r := range log.Records {
-		if _, ok := r.(wire.AssistantRecord); ok {
-			return true, nil
-		}
-	}
-	return false, nil
+	return s.req.Len() > start && len(s.req.BodyAt(start)) < s.req.Size()
 }
 
 // fit measures a tool result against the context left after the answer

@@ -147,10 +147,14 @@ func (s *Session) check(path string, epoch wire.Epoch, log *sessionlog.Log) erro
 				return bad(fmt.Sprintf("refused follows %T, not a user message or a tool result", prev))
 			}
 		case wire.AnswerCut:
-			// It describes the assistant record after it (none yet when a
-			// crash came between the two).
+			// It describes the assistant record after it. A crash between
+			// the two leaves it without one, and the session then goes on
+			// with what a turn starts with: a user message, or the end of
+			// a full epoch.
 			if i+1 < len(log.Records) {
-				if _, ok := log.Records[i+1].(wire.AssistantRecord); !ok {
+				switch log.Records[i+1].(type) {
+				case wire.AssistantRecord, wire.UserRecord, wire.EpochEnd:
+				default:
 					return bad("answer_cut is not followed by the answer it describes")
 				}
 			}

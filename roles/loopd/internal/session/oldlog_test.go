@@ -76,7 +76,8 @@ func TestLogOfTheOldCodeLoads(t *testing.T) {
 }
 
 // A refused record must follow what it withdraws, and an answer_cut record
-// must precede its answer; a log where they do not is damaged.
+// must precede its answer (or what follows a crash before it); a log where
+// they do not is damaged.
 func TestNewRecordsInPossibleOrder(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -87,7 +88,12 @@ func TestNewRecordsInPossibleOrder(t *testing.T) {
 			"refused follows wire.AssistantRecord, not a user message or a tool result"},
 		{"refused twice", []wire.LogRecord{wire.UserRecord{Content: "x"}, wire.RefusedRecord{}, wire.RefusedRecord{}},
 			"refused follows wire.RefusedRecord"},
-		{"answer_cut before a user message", []wire.LogRecord{wire.AnswerCut{Tokens: 1, Reason: wire.CutAnswerLimit}, wire.UserRecord{Content: "x"}},
+		// (A user message after answer_cut is what a crash between it and
+		// its answer leaves once the session goes on: crash_test.go.)
+		{"answer_cut before a tool result", []wire.LogRecord{wire.AnswerCut{Tokens: 1, Reason: wire.CutAnswerLimit},
+			wire.ToolResultRecord{Call: 1, ToolCallID: "c", Content: "x", Class: wire.Public}},
+			"answer_cut is not followed by the answer it describes"},
+		{"answer_cut twice", []wire.LogRecord{wire.AnswerCut{Tokens: 1, Reason: wire.CutAnswerLimit}, wire.AnswerCut{Tokens: 1, Reason: wire.CutAnswerLimit}},
 			"answer_cut is not followed by the answer it describes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -59,6 +59,9 @@ type Lease struct {
 
 	p    *Pool
 	once sync.Once
+	// was is the slot as it stood before this lease took it: a lease
+	// handed to a waiter that stopped waiting is undone to it.
+	was slot
 }
 
 // New returns a pool of n slots, id_slot 0 to n-1; n below 1 is 1.
@@ -99,8 +102,11 @@ func (p *Pool) Acquire(ctx context.Context, owner string, hint int) (*Lease, err
 		}
 	}
 	p.mu.Unlock()
-	// A release handed over a slot just as ctx ended: give it on.
-	(<-w.got).Release()
+	// A release handed over a slot just as ctx ended. No request goes
+	// there, so the slot goes back as it was (its owner's cache is still
+	// in it) and on to the next waiter.
+	l := <-w.got
+	l.once.Do(func() { p.undo(l) })
 	return nil, ctx.Err()
 }
 
@@ -154,18 +160,37 @@ func (p *Pool) pick(owner string, hint int) (i int, kept, ok bool) {
 
 // take marks slot i busy for owner. p.mu is held.
 func (p *Pool) take(i int, owner string, kept bool) *Lease {
+	was := p.slots[i]
 	p.clock++
 	p.slots[i] = slot{owner: owner, used: p.clock, busy: true}
-	return &Lease{Slot: uint32(i), Kept: kept, p: p}
+	return &Lease{Slot: uint32(i), Kept: kept, p: p, was: was}
 }
 
 // release frees slot i, or hands it to the first waiter.
 func (p *Pool) release(i int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.free(i)
+}
+
+// free is release with p.mu held.
+func (p *Pool) free(i int) {
 	p.clock++
 	p.slots[i].busy = false
 	p.slots[i].used = p.clock
+	p.handOn(i)
+}
+
+// undo gives back an unused lease: the slot is as it was before l.
+func (p *Pool) undo(l *Lease) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.slots[l.Slot] = l.was
+	p.handOn(int(l.Slot))
+}
+
+// handOn hands free slot i to the first waiter, if any. p.mu is held.
+func (p *Pool) handOn(i int) {
 	if len(p.queue) == 0 {
 		return
 	}

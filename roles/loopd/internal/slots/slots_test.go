@@ -308,3 +308,39 @@ func TestPoolConcurrent(t *testing.T) {
 		t.Fatalf("%d served", served.Load())
 	}
 }
+
+// A waiter whose context ends just as a release hands it the slot never
+// sends a request there, so the slot goes back as it was: still the
+// releasing session's, with its cache, not the cancelled session's.
+func TestCancelledHandoverKeepsOwner(t *testing.T) {
+	p := New(1)
+	hold, err := p.Acquire(context.Background(), "A", -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		l, err := p.Acquire(ctx, "C", -1)
+		if l != nil {
+			l.Release()
+		}
+		done <- err
+	}()
+	waitQueue(t, p, 1)
+	// Under the pool's lock: C's context ends (C stops waiting and blocks
+	// on the lock), then A's release hands the slot to C all the same.
+	p.mu.Lock()
+	cancel()
+	time.Sleep(20 * time.Millisecond)
+	hold.once.Do(func() { p.free(int(hold.Slot)) })
+	p.mu.Unlock()
+	if err := <-done; err == nil {
+		t.Fatal("C got the slot although its context had ended first")
+	}
+	l, err := p.Acquire(context.Background(), "A", -1)
+	if err != nil || !l.Kept || l.Slot != 0 {
+		t.Fatalf("A after the cancelled handover: %+v %v (the slot went to the session that never used it)", l, err)
+	}
+	l.Release()
+}
