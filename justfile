@@ -47,8 +47,9 @@ demo *args: podman-setup build
     CGO_ENABLED=0 go build -o bin/fakellama ./internal/fakellama/cmd/fakellama
     go run ./internal/harness/cmd/demo {{args}}
 
-# Build (or reuse) the real llama-server and the tiny model that loopd's
-# special-token tests run against, in /var/cache/boxmaker/llama (.ci/llama-setup).
+# Build (or reuse) the real llama-server and the tiny models the tests run
+# against, in /var/cache/boxmaker/llama (.ci/llama-setup: .ci/llama-build,
+# then internal/tinymodel); it prints the BOXMAKER_TEST_LLAMA_* variables.
 llama-setup:
     .ci/llama-setup
 

@@ -5,7 +5,7 @@ package wire
 //
 //	→ say { session, text }                        final: true
 //	← turn_event { type: session, … }              final: false
-//	← turn_event { type: text | tool_call | tool_outcome | approval_pending, … }   final: false
+//	← turn_event { type: text | tool_call | tool_outcome | approval_pending | answer_cut, … }   final: false
 //	← turn_event { type: reply | failed, … }       final: true
 //
 // A turn event is a Message of kind turn_event whose body is the TurnEvent.
@@ -24,5 +24,6 @@ func (TurnText) Kind() string            { return KindTurnEvent }
 func (TurnToolCall) Kind() string        { return KindTurnEvent }
 func (TurnToolOutcome) Kind() string     { return KindTurnEvent }
 func (TurnApprovalPending) Kind() string { return KindTurnEvent }
+func (TurnAnswerCut) Kind() string       { return KindTurnEvent }
 func (TurnReply) Kind() string           { return KindTurnEvent }
 func (TurnFailed) Kind() string          { return KindTurnEvent }

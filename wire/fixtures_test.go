@@ -102,6 +102,9 @@ func fixtures() []fixture {
 		fixture{"log-tool_result", logrec(ToolResultRecord{fxTime, 3, "call_0", "Denied: no grant allows this call.", Public, false, false})},
 		fixture{"log-cache_loss", logrec(CacheLoss{fxTime, 5120, 1024})},
 		fixture{"log-epoch_end", logrec(EpochEnd{fxTime, 1, "We read the notes."})},
+		fixture{"log-refused", logrec(RefusedRecord{fxTime, 9000, 8192})},
+		fixture{"log-answer_cut", logrec(AnswerCut{fxTime, 2048, CutAnswerLimit})},
+		fixture{"log-answer_cut-context_full", logrec(AnswerCut{fxTime, 37, CutContextFull})},
 	)
 	turn := func(e TurnEvent) *TurnEvent { return &e }
 	fx = append(fx,
@@ -111,6 +114,8 @@ func fixtures() []fixture {
 		fixture{"turn-tool_outcome-result", turn(TurnToolOutcome{3, "read_file", ToolResult, nil, Private, false})},
 		fixture{"turn-tool_outcome-denied", turn(TurnToolOutcome{3, "read_file", ToolDenied, func() *DenyReason { r := NoGrant; return &r }(), Public, false})},
 		fixture{"turn-approval_pending", turn(TurnApprovalPending{41, "shell", fxExpires})},
+		fixture{"turn-answer_cut", turn(TurnAnswerCut{2048, CutAnswerLimit})},
+		fixture{"turn-answer_cut-context_full", turn(TurnAnswerCut{37, CutContextFull})},
 		fixture{"turn-reply", turn(TurnReply{"Your notes say hello."})},
 		fixture{"turn-failed", turn(TurnFailed{"the model server is unavailable"})},
 	)

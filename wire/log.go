@@ -66,12 +66,40 @@ type EpochEnd struct {
 	Summary string    `json:"summary"`
 }
 
+// RefusedRecord withdraws the record right before it, a user message or a
+// tool result, because the request carrying it does not fit the model's
+// context: PromptTokens of NCtx, the server's own numbers when it refused
+// the request, loopd's measure for a tool result it withheld before
+// sending. The withdrawn record stays in the log as the owner or the tool
+// wrote it, but no request carries it again. Not in the pre-M1 spec's
+// enum: added by issue 16.
+type RefusedRecord struct {
+	Time         Timestamp `json:"time"`
+	PromptTokens uint64    `json:"prompt_tokens"`
+	NCtx         uint64    `json:"n_ctx"`
+}
+
+// AnswerCut comes right before the assistant record of an answer the
+// server cut short (finish_reason "length") after Tokens tokens, for
+// Reason. The assistant record keeps the answer exactly as it was returned,
+// and the next request replays it as generated, except for tool calls: a
+// cut call's arguments are not JSON, which the server refuses in a
+// request, so the calls of a cut answer are neither run nor replayed.
+// Added by issue 16.
+type AnswerCut struct {
+	Time   Timestamp `json:"time"`
+	Tokens uint64    `json:"tokens"`
+	Reason CutReason `json:"reason"`
+}
+
 func (SessionStart) isLogRecord()     {}
 func (UserRecord) isLogRecord()       {}
 func (AssistantRecord) isLogRecord()  {}
 func (ToolResultRecord) isLogRecord() {}
 func (CacheLoss) isLogRecord()        {}
 func (EpochEnd) isLogRecord()         {}
+func (RefusedRecord) isLogRecord()    {}
+func (AnswerCut) isLogRecord()        {}
 
 func (v SessionStart) MarshalJSONTo(e *jsontext.Encoder) error {
 	type plain SessionStart
@@ -121,6 +149,22 @@ func (v EpochEnd) MarshalJSONTo(e *jsontext.Encoder) error {
 	}{"epoch_end", plain(v)})
 }
 
+func (v RefusedRecord) MarshalJSONTo(e *jsontext.Encoder) error {
+	type plain RefusedRecord
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"type"`
+		plain `json:",inline"`
+	}{"refused", plain(v)})
+}
+
+func (v AnswerCut) MarshalJSONTo(e *jsontext.Encoder) error {
+	type plain AnswerCut
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"type"`
+		plain `json:",inline"`
+	}{"answer_cut", plain(v)})
+}
+
 var logRecords = union[LogRecord]{"log record", "type", map[string]func([]byte) (LogRecord, error){
 	"session_start": as[SessionStart, LogRecord],
 	"user":          as[UserRecord, LogRecord],
@@ -128,4 +172,6 @@ var logRecords = union[LogRecord]{"log record", "type", map[string]func([]byte) 
 	"tool_result":   as[ToolResultRecord, LogRecord],
 	"cache_loss":    as[CacheLoss, LogRecord],
 	"epoch_end":     as[EpochEnd, LogRecord],
+	"refused":       as[RefusedRecord, LogRecord],
+	"answer_cut":    as[AnswerCut, LogRecord],
 }}

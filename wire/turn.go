@@ -49,6 +49,14 @@ type TurnApprovalPending struct {
 	Expires  Timestamp `json:"expires"`
 }
 
+// TurnAnswerCut says the model's answer was cut short after Tokens tokens,
+// for Reason, before the model ended it. It comes right before the turn's
+// last event, which carries what the model wrote. Added by issue 16.
+type TurnAnswerCut struct {
+	Tokens uint64    `json:"tokens"`
+	Reason CutReason `json:"reason"`
+}
+
 // TurnReply is the model's final answer for the turn.
 type TurnReply struct {
 	Content string `json:"content"`
@@ -65,6 +73,7 @@ func (TurnText) isTurnEvent()            {}
 func (TurnToolCall) isTurnEvent()        {}
 func (TurnToolOutcome) isTurnEvent()     {}
 func (TurnApprovalPending) isTurnEvent() {}
+func (TurnAnswerCut) isTurnEvent()       {}
 func (TurnReply) isTurnEvent()           {}
 func (TurnFailed) isTurnEvent()          {}
 
@@ -108,6 +117,14 @@ func (v TurnApprovalPending) MarshalJSONTo(e *jsontext.Encoder) error {
 	}{"approval_pending", plain(v)})
 }
 
+func (v TurnAnswerCut) MarshalJSONTo(e *jsontext.Encoder) error {
+	type plain TurnAnswerCut
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"type"`
+		plain `json:",inline"`
+	}{"answer_cut", plain(v)})
+}
+
 func (v TurnReply) MarshalJSONTo(e *jsontext.Encoder) error {
 	type plain TurnReply
 	return json.MarshalEncode(e, struct {
@@ -130,6 +147,7 @@ var turnEvents = union[TurnEvent]{"turn event", "type", map[string]func([]byte) 
 	"tool_call":        as[TurnToolCall, TurnEvent],
 	"tool_outcome":     as[TurnToolOutcome, TurnEvent],
 	"approval_pending": as[TurnApprovalPending, TurnEvent],
+	"answer_cut":       as[TurnAnswerCut, TurnEvent],
 	"reply":            as[TurnReply, TurnEvent],
 	"failed":           as[TurnFailed, TurnEvent],
 }}
@@ -148,3 +166,19 @@ var toolStatusNames = enumNames[ToolStatus]{"tool status", []string{"", "result"
 func (s ToolStatus) String() string                { return toolStatusNames.str(s) }
 func (s ToolStatus) MarshalText() ([]byte, error)  { return toolStatusNames.text(s) }
 func (s *ToolStatus) UnmarshalText(b []byte) error { return parseInto(toolStatusNames, b, s) }
+
+// CutReason is why an answer was cut short: it reached the answer limit
+// loopd sends as max_tokens ([model] max_answer_tokens), or the context
+// was full.
+type CutReason uint8
+
+const (
+	CutAnswerLimit CutReason = iota + 1
+	CutContextFull
+)
+
+var cutReasonNames = enumNames[CutReason]{"cut reason", []string{"", "answer_limit", "context_full"}}
+
+func (r CutReason) String() string                { return cutReasonNames.str(r) }
+func (r CutReason) MarshalText() ([]byte, error)  { return cutReasonNames.text(r) }
+func (r *CutReason) UnmarshalText(b []byte) error { return parseInto(cutReasonNames, b, r) }

@@ -2,8 +2,12 @@ package fakellama
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 const (
@@ -121,5 +125,80 @@ func TestTokenizerIsStableAtNewlines(t *testing.T) {
 	}
 	if got := strings.Join(tokenize("wonderful"), "|"); got != "wonder|ful" {
 		t.Fatalf("long word: %s", got)
+	}
+}
+
+// An answer longer than max_tokens stops there with finish_reason
+// "length", as does one that fills the context; the cut answer, replayed,
+// still hits the cache in full.
+func TestAnswerCut(t *testing.T) {
+	long := strings.Repeat("word ", 50)
+	s, url := start(t, Options{NCtx: 120, Script: func(int, *ChatRequest) Reply { return Reply{Content: long} }})
+	capped := strings.Replace(conversation(false, sys, user1), `"stream":false`, `"stream":false,"max_tokens":7`, 1)
+	status, b := post(t, url, capped)
+	var ans struct {
+		Choices []struct {
+			FinishReason string `json:"finish_reason"`
+			Message      struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if status != 200 || json.Unmarshal(b, &ans) != nil || len(ans.Choices) != 1 {
+		t.Fatalf("%d %s", status, b)
+	}
+	reqs := s.Requests()
+	st := reqs[len(reqs)-1].Chat
+	if c := ans.Choices[0]; c.FinishReason != "length" || c.Message.Content != "word word word word" || st.PredictedN != 7 {
+		t.Fatalf("capped: %+v %+v", c, st)
+	}
+	// The cut answer replayed: the cache holds the prompt and all 7 tokens.
+	asst := `{"role":"assistant","content":"word word word word"}`
+	next := chatStats(t, s, url, conversation(false, sys, user1, asst, user2))
+	if next.CacheN != st.PromptTokens+7 {
+		t.Fatalf("replay of the cut answer: cache_n %d, want %d", next.CacheN, st.PromptTokens+7)
+	}
+	// No cap: the answer runs until the context is full.
+	full := chatStats(t, s, url, conversation(false, sys, user1))
+	if full.PromptTokens+full.PredictedN != 120 {
+		t.Fatalf("context full: %+v", full)
+	}
+}
+
+// A request that names a busy slot waits for it and says so (Waited); one
+// on another slot is served at once.
+func TestBusySlotWaits(t *testing.T) {
+	slow := Reply{Content: "slow", Fault: Fault{FirstByteDelay: time.Second}}
+	s, url := start(t, Options{Slots: 2, Script: Queue(slow, Reply{Content: "a"}, Reply{Content: "b"})})
+	body := conversation(false, sys, user1)
+	done := make(chan struct{})
+	send := func(body string) {
+		resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	go func() { send(body); close(done) }()
+	for {
+		if r := s.Requests(); len(r) == 1 && r[0].Chat != nil {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	var wg sync.WaitGroup
+	for _, slot := range []string{"0", "1"} {
+		wg.Go(func() {
+			send(strings.Replace(body, `"stream":false`, `"stream":false,"id_slot":`+slot, 1))
+		})
+	}
+	wg.Wait()
+	<-done
+	for _, r := range s.Requests() {
+		if want := r.Chat.Slot == 0 && string(r.Body) != body; r.Chat.Waited != want {
+			t.Errorf("slot %d: waited %v, want %v", r.Chat.Slot, r.Chat.Waited, want)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -53,7 +54,10 @@ func (s *Server) chat(w *recWriter, r *http.Request, rec *Request, body []byte) 
 	}
 
 	sl := s.slots[req.IDSlot]
-	sl.mu.Lock()
+	waited := !sl.mu.TryLock()
+	if waited {
+		sl.mu.Lock()
+	}
 	defer sl.mu.Unlock()
 	cacheN := 0
 	if req.CachePrompt {
@@ -79,7 +83,8 @@ func (s *Server) chat(w *recWriter, r *http.Request, rec *Request, body []byte) 
 	// tokens generated after it: exactly how the next request renders this
 	// reply when it replays it unchanged.
 	gen := tokenize(assistantBody(reply.Reasoning, reply.Content, a.calls) + imEnd)
-	a.stats = ChatStats{Slot: req.IDSlot, PromptTokens: len(prompt), CacheN: cacheN,
+	a.reply, gen = cut(a.reply, gen, s.opts.NCtx-len(prompt), req.MaxTokens)
+	a.stats = ChatStats{Slot: req.IDSlot, Waited: waited, PromptTokens: len(prompt), CacheN: cacheN,
 		PromptN: len(prompt) - cacheN, PredictedN: len(gen)}
 	s.setChat(rec, a.stats)
 	sl.tokens = prompt
@@ -100,6 +105,25 @@ func (s *Server) chat(w *recWriter, r *http.Request, rec *Request, body []byte) 
 	if s.stream(w, r, rec, a) {
 		sl.tokens = slices.Concat(prompt, gen)
 	}
+}
+
+// cut stops a reply as llama-server stops generating: after max tokens
+// (max_tokens), or when the slot's context is full (room tokens), with
+// finish_reason "length" and no end-of-turn token. Only a plain content
+// reply is cut (at a token boundary, so the cut content tokenizes to the
+// tokens generated and a replay still hits the cache); a script that wants
+// another kind of cut answer sets Finish itself.
+func cut(r Reply, gen []string, room, maxTokens int) (Reply, []string) {
+	limit := room
+	if maxTokens > 0 {
+		limit = min(limit, maxTokens)
+	}
+	if len(gen) <= limit || r.Reasoning != "" || len(r.ToolCalls) > 0 || limit < 0 {
+		return r, gen
+	}
+	r.Content = strings.Join(gen[:limit], "")
+	r.Finish = "length"
+	return r, gen[:limit]
 }
 
 // withIDs fills in the ids the script left empty, deterministically, in

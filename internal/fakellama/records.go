@@ -38,7 +38,11 @@ type Request struct {
 
 // ChatStats are a chat completion's cache numbers, as sent in timings.
 type ChatStats struct {
-	Slot int
+	// Slot is the slot the request named (id_slot), and Waited says that
+	// slot was busy with another request when this one came, so it waited
+	// for it (llama-server defers such a task until the slot is free).
+	Slot   int
+	Waited bool
 	// PromptTokens is the whole prompt's length; CacheN of it came from
 	// the slot's cache and PromptN were processed (CacheN + PromptN ==
 	// PromptTokens).

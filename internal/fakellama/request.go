@@ -20,6 +20,10 @@ type ChatRequest struct {
 	IDSlot int
 	// CachePrompt is cache_prompt (default true).
 	CachePrompt bool
+	// MaxTokens is max_tokens (or its aliases n_predict and
+	// max_completion_tokens; n_predict wins, as in llama-server); 0 and
+	// -1 mean no limit.
+	MaxTokens int
 }
 
 // Message is one message of the conversation.
@@ -82,6 +86,9 @@ type wireRequest struct {
 	} `json:"stream_options"`
 	IDSlot      *int  `json:"id_slot"`
 	CachePrompt *bool `json:"cache_prompt"`
+	MaxTokens   *int  `json:"max_tokens"`
+	MaxCompl    *int  `json:"max_completion_tokens"`
+	NPredict    *int  `json:"n_predict"`
 }
 
 // parseChat reads a chat completion request. The fake is a stand-in for a
@@ -102,6 +109,11 @@ func parseChat(body []byte) (*ChatRequest, error) {
 	}
 	if w.CachePrompt != nil {
 		req.CachePrompt = *w.CachePrompt
+	}
+	for _, n := range []*int{w.MaxTokens, w.MaxCompl, w.NPredict} {
+		if n != nil {
+			req.MaxTokens = max(*n, 0)
+		}
 	}
 	for _, m := range w.Messages {
 		if m.Role == "" {

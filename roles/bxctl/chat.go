@@ -164,12 +164,24 @@ func (ch *chat) show(ev wire.TurnEvent) error {
 		fmt.Fprintf(out, "tool call %d ended: %s\n", ev.Call, outcomeText(ev))
 	case wire.TurnApprovalPending:
 		return ch.approval(ev)
+	case wire.TurnAnswerCut:
+		// loopd's word from two numbers: nothing the model wrote.
+		fmt.Fprintf(ch.e.stderr, "%s\n%s\n", cutText(ev), runbook.See("answer-cut"))
 	case wire.TurnReply:
 		fmt.Fprintf(out, "%s\n", rows(modelText(ev.Content), ch.cols()))
 	case wire.TurnFailed:
 		fmt.Fprintf(ch.e.stderr, "turn failed: %s\n", wire.Printable(ev.Message))
 	}
 	return nil
+}
+
+// cutText says why the answer that follows is cut short.
+func cutText(ev wire.TurnAnswerCut) string {
+	why := "it reached loopd's answer limit ([model] max_answer_tokens)"
+	if ev.Reason == wire.CutContextFull {
+		why = "the model's context was full"
+	}
+	return fmt.Sprintf("the answer below was cut short after %d tokens: %s", ev.Tokens, why)
 }
 
 func outcomeText(ev wire.TurnToolOutcome) string {

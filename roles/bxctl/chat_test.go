@@ -183,3 +183,26 @@ func TestChatFailedTurnAndNoLoopd(t *testing.T) {
 		t.Fatalf("exit %d, %q", code, errs)
 	}
 }
+
+// An answer_cut event is shown as the client's own line on stderr, with
+// its runbook entry, before the reply behind its gutter.
+func TestChatAnswerCut(t *testing.T) {
+	for _, tc := range []struct {
+		ev   wire.TurnAnswerCut
+		want string
+	}{
+		{wire.TurnAnswerCut{Tokens: 2048, Reason: wire.CutAnswerLimit},
+			"the answer below was cut short after 2048 tokens: it reached loopd's answer limit ([model] max_answer_tokens)\n"},
+		{wire.TurnAnswerCut{Tokens: 37, Reason: wire.CutContextFull},
+			"the answer below was cut short after 37 tokens: the model's context was full\n"},
+	} {
+		loop := startLoopd(t, func(wire.Say) []wire.TurnEvent {
+			return []wire.TurnEvent{wire.TurnSession{Session: chatSession}, tc.ev, wire.TurnReply{Content: "la la la"}}
+		})
+		code, out, errs := runChat("", "--say", "sing", "--loop-socket", loop.path)
+		if code != 0 || out != "\u2502 la la la\n" ||
+			errs != "[session chat-1758096300000, epoch 0]\n"+tc.want+"see docs/runbook.md#answer-cut\n" {
+			t.Fatalf("exit %d\nstdout %q\nstderr %q", code, out, errs)
+		}
+	}
+}

@@ -15,7 +15,7 @@ home = "/var/lib/boxmaker"
 
 [model]
 socket = "/var/lib/boxmaker/run/loop-infer/infer.sock"
-slot = 1
+n_ctx = 8192
 max_steps = 8
 
 [listen]
@@ -30,12 +30,13 @@ func TestParseGood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Paths.Home != "/var/lib/boxmaker" || c.Model.Slot != 1 || c.Model.MaxSteps != 8 || c.Broker.Socket == "" {
+	if c.Paths.Home != "/var/lib/boxmaker" || c.Model.NCtx != 8192 || c.Model.MaxSteps != 8 || c.Broker.Socket == "" {
 		t.Fatalf("got %+v", c)
 	}
 	// Defaults.
-	if c.Model.NCtx != 0 || c.Model.EpochPercent != DefaultEpochPercent || c.Model.ReplyTimeoutS != DefaultReplyTimeoutS ||
-		c.Model.IdleTimeoutS != DefaultIdleTimeoutS || c.Model.SystemPrompt != DefaultSystemPrompt {
+	if c.Model.EpochPercent != DefaultEpochPercent || c.Model.ReplyTimeoutS != DefaultReplyTimeoutS ||
+		c.Model.IdleTimeoutS != DefaultIdleTimeoutS || c.Model.SystemPrompt != DefaultSystemPrompt ||
+		c.Model.MaxAnswerTokens != DefaultMaxAnswerTokens {
 		t.Fatalf("defaults: %+v", c.Model)
 	}
 }
@@ -43,17 +44,19 @@ func TestParseGood(t *testing.T) {
 func TestParseRefuses(t *testing.T) {
 	for _, tc := range []struct{ name, text, want string }{
 		{"unknown key", good + "\n[model2]\nx = 1\n", `loopd.toml:15: unknown key "model2"`},
-		{"unknown nested key", strings.Replace(good, "slot = 1", "slots = 1", 1), `loopd.toml:6: unknown key "model.slots"`},
+		{"unknown nested key", strings.Replace(good, "n_ctx = 8192", "slots = 1", 1), `loopd.toml:6: unknown key "model.slots"`},
 		{"case variant", strings.Replace(good, "home =", "Home =", 1), `loopd.toml:2: unknown key "paths.Home"`},
-		{"wrong type", strings.Replace(good, "slot = 1", `slot = "one"`, 1), `loopd.toml:6: "model.slot" must be an integer`},
+		{"wrong type", strings.Replace(good, "n_ctx = 8192", `n_ctx = "one"`, 1), `loopd.toml:6: "model.n_ctx" must be an integer`},
 		{"not a table", "paths = 1\n", `loopd.toml:1: "paths" must be a table`},
 		{"syntax", "[paths\n", "loopd.toml:1: expected ']' to close table name"},
 		{"missing home", strings.Replace(good, `home = "/var/lib/boxmaker"`, "", 1), "loopd.toml:1: [paths] home is required"},
 		{"relative home", strings.Replace(good, `home = "/var/lib/boxmaker"`, `home = "state"`, 1), "loopd.toml:2: [paths] home must be an absolute path"},
 		{"missing model socket", strings.Replace(good, `socket = "/var/lib/boxmaker/run/loop-infer/infer.sock"`, "", 1), "loopd.toml:4: [model] socket (infer.sock) is required"},
 		{"zero steps", strings.Replace(good, "max_steps = 8", "max_steps = 0", 1), "loopd.toml:7: [model] max_steps must be at least 1"},
-		{"both prompts", strings.Replace(good, "slot = 1", "slot = 1\nsystem_prompt = \"a\"\nsystem_prompt_file = \"b\"", 1), "loopd.toml:8: [model] system_prompt and system_prompt_file are exclusive"},
-		{"epoch percent", strings.Replace(good, "slot = 1", "slot = 1\nepoch_percent = 99", 1), "loopd.toml:7: [model] epoch_percent must be between 10 and 95"},
+		{"both prompts", strings.Replace(good, "n_ctx = 8192", "n_ctx = 8192\nsystem_prompt = \"a\"\nsystem_prompt_file = \"b\"", 1), "loopd.toml:8: [model] system_prompt and system_prompt_file are exclusive"},
+		{"zero answer tokens", strings.Replace(good, "max_steps = 8", "max_steps = 8\nmax_answer_tokens = 0", 1), "loopd.toml:8: [model] max_answer_tokens must be between 1 and 1048576"},
+		{"huge answer tokens", strings.Replace(good, "max_steps = 8", "max_steps = 8\nmax_answer_tokens = 2097152", 1), "loopd.toml:8: [model] max_answer_tokens must be between 1 and 1048576"},
+		{"epoch percent", strings.Replace(good, "n_ctx = 8192", "n_ctx = 8192\nepoch_percent = 99", 1), "loopd.toml:7: [model] epoch_percent must be between 10 and 95"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("loopd.toml", []byte(tc.text))
@@ -70,7 +73,7 @@ func TestLoadSystemPromptFile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "system.md"), []byte("Be brief."), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	text := strings.Replace(good, "slot = 1", "slot = 1\nsystem_prompt_file = \"system.md\"", 1)
+	text := strings.Replace(good, "n_ctx = 8192", "n_ctx = 8192\nsystem_prompt_file = \"system.md\"", 1)
 	path := filepath.Join(dir, "loopd.toml")
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
@@ -87,5 +90,20 @@ func TestLoadSystemPromptFile(t *testing.T) {
 	}
 	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), path+":7: system_prompt_file:") {
 		t.Fatalf("missing file: %v", err)
+	}
+}
+
+// A file from before sessions shared the server's slots still sets
+// [model] slot: it is refused with its line, what changed and the runbook
+// entry, whatever its value, rather than ignored.
+func TestRetiredSlot(t *testing.T) {
+	for _, v := range []string{"0", "1", `"one"`, "-1"} {
+		text := strings.Replace(good, "n_ctx = 8192", "n_ctx = 8192\nslot = "+v, 1)
+		_, err := Parse("loopd.toml", []byte(text))
+		var ce *wire.ConfigError
+		if !errors.As(err, &ce) || ce.Line != 7 || ce.Problem != RetiredSlot ||
+			!strings.HasSuffix(err.Error(), "remove the line; see docs/runbook.md#loopd-slot-retired") {
+			t.Fatalf("slot = %s: %v", v, err)
+		}
 	}
 }

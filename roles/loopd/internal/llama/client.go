@@ -1,8 +1,8 @@
 // Package llama is loopd's client for llama-server's HTTP API, spoken
 // through inferproxy on infer.sock (a Unix socket; loopd never opens TCP):
-// /health for the self-test, /props for the context size, and streamed
-// /v1/chat/completions, reassembled into the assistant's fields exactly as
-// the server sent them.
+// /health for the self-test, /props for the context size and the number of
+// slots, and streamed /v1/chat/completions, reassembled into the
+// assistant's fields exactly as the server sent them.
 //
 // llama-server's JSON is a foreign format, read leniently (unknown members
 // ignored) but never loosely: names match case-sensitively, and duplicate
@@ -65,7 +65,23 @@ type Error struct {
 	What string
 	// Status is the HTTP status when the server answered with an error.
 	Status int
-	Err    error
+	// Type is the error's type in llama-server's answer
+	// ({"error":{"type":…}}), when it gave one.
+	Type string
+	// PromptTokens and NCtx are the request's size and the slot's context,
+	// in tokens, when the server refused the request as too long for its
+	// context (ExceedsContext); 0 when it did not say.
+	PromptTokens, NCtx int
+	Err                error
+}
+
+// ExceedsContext reports whether the server refused the request because
+// its prompt does not fit the slot's context. llama-server answers 400 with
+// the type exceed_context_size_error and the two sizes; the message test
+// covers a build that names the type differently but says the same.
+func (e *Error) ExceedsContext() bool {
+	return e.Status == http.StatusBadRequest &&
+		(e.Type == "exceed_context_size_error" || strings.Contains(e.What, "exceeds the available context size"))
 }
 
 func (e *Error) Error() string {
@@ -148,14 +164,18 @@ func (c *Client) get(ctx context.Context, path string) ([]byte, error) {
 func statusError(resp *http.Response, body []byte) error {
 	var e struct {
 		Error struct {
-			Message string `json:"message"`
+			Message       string `json:"message"`
+			Type          string `json:"type"`
+			NPromptTokens int    `json:"n_prompt_tokens"`
+			NCtx          int    `json:"n_ctx"`
 		} `json:"error"`
 	}
 	msg := snippet(body)
 	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
 		msg = e.Error.Message
 	}
-	return &Error{What: fmt.Sprintf("the model server answered %s: %s", resp.Status, msg), Status: resp.StatusCode}
+	return &Error{What: fmt.Sprintf("the model server answered %s: %s", resp.Status, msg), Status: resp.StatusCode,
+		Type: e.Error.Type, PromptTokens: e.Error.NPromptTokens, NCtx: e.Error.NCtx}
 }
 
 func snippet(b []byte) string {

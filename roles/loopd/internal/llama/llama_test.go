@@ -158,6 +158,15 @@ func TestContextTooLarge(t *testing.T) {
 	if !errors.As(err, &le) || le.Status != 400 || !strings.Contains(err.Error(), "exceeds the available context size") {
 		t.Fatalf("got %v", err)
 	}
+	// The server's own numbers, which loopd's refusal reports.
+	if !le.ExceedsContext() || le.Type != "exceed_context_size_error" || le.NCtx != 8 || le.PromptTokens < 8 {
+		t.Fatalf("context error %+v", le)
+	}
+	// Another 400 is not a context error.
+	other := &Error{What: "the model server answered 400 Bad Request: invalid id_slot", Status: 400}
+	if other.ExceedsContext() {
+		t.Fatal("a 400 without the context type or message counts as a context error")
+	}
 }
 
 func deref(p *string) string {

@@ -5,10 +5,17 @@
 //
 // The body is laid out so that history is only ever appended:
 //
-//	{"id_slot":S,"cache_prompt":true,"stream":true,"tools":[…],"messages":[{system},M1,…,Mn]}
+//	{"id_slot":S,"cache_prompt":true,"stream":true,"tools":[…],"messages":[{system},M1,…,Mn],"max_tokens":N}
 //
-// Everything up to the system message is the head, fixed for an epoch. The
-// bytes from "tools" through the system message are the prompt prefix; their
+// Everything up to the system message is the head, fixed for an epoch but
+// for id_slot, which changes when loopd moves the session to another of
+// the server's slots (SetSlot). The generation settings after the messages
+// ("max_tokens", the answer limit) are the end: they are sent with every
+// request (Parts) but are no part of the conversation, so Body, BodyAt and
+// Hash, which the .sent side file records and a restart compares, end the
+// messages with "]}" instead, and a changed limit is not taken for a
+// changed history. The bytes from "tools" through the system message are
+// the prompt prefix; their
 // SHA-256 is the epoch's baseline (SessionStart.baseline). Each record that
 // the model reads renders to one message, kept in memory; a new record
 // renders once and is appended, so building a request never re-reads the
@@ -44,6 +51,9 @@ type Prefix struct {
 	// Neutral neutralises text from outside the prefix; nil is
 	// neutral.Floor(). It is no part of the prefix's bytes.
 	Neutral *neutral.Set
+	// MaxTokens, when positive, is sent as max_tokens with every request:
+	// the answer limit. It is no part of the prefix's bytes either.
+	MaxTokens int
 }
 
 // CoreHeading introduces core memory inside the system message.
@@ -69,20 +79,37 @@ type Request struct {
 	sum    hash.Hash
 	summed int
 	set    *neutral.Set
-	// pending are the neutralised texts appended since Checked.
+	// pending are the neutralised texts appended since Checked; mark is
+	// how many there were before the last record was appended, so a
+	// withdrawn record takes its own texts with it.
 	pending []string
+	mark    int
+	// end closes every request sent: "]}", or the generation settings.
+	end []byte
+	// cut says the last record was an AnswerCut: the assistant record
+	// after it is rendered without its tool calls.
+	cut bool
+	// slot is the id_slot the head names; buf[:slotEnd] ends with it.
+	slot    uint32
+	slotEnd int
 }
 
 // New starts an epoch's request for slot with prefix p.
 func New(slot uint32, p Prefix) *Request {
 	b := append([]byte(`{"id_slot":`), strconv.FormatUint(uint64(slot), 10)...)
+	slotEnd := len(b)
 	b = append(b, `,"cache_prompt":true,"stream":true,`...)
 	b = append(b, p.render()...)
 	set := p.Neutral
 	if set == nil {
 		set = neutral.Floor()
 	}
-	return &Request{buf: b, head: len(b), sum: sha256.New(), set: set}
+	end := closing
+	if p.MaxTokens > 0 {
+		end = strconv.AppendInt([]byte(`],"max_tokens":`), int64(p.MaxTokens), 10)
+		end = append(end, '}')
+	}
+	return &Request{buf: b, head: len(b), sum: sha256.New(), set: set, end: end, slot: slot, slotEnd: slotEnd}
 }
 
 // text neutralises s for the body and keeps the result as pending.
@@ -128,11 +155,27 @@ func (r *Request) arguments(s string) string {
 func (r *Request) Pending() []string { return r.pending }
 
 // Checked says that Pending passed the check.
-func (r *Request) Checked() { r.pending = nil }
+func (r *Request) Checked() { r.pending, r.mark = nil, 0 }
 
 // Append renders rec and adds it. Records the model does not read
-// (SessionStart, CacheLoss, EpochEnd) add nothing but still count.
+// (SessionStart, CacheLoss, EpochEnd, AnswerCut) add nothing but still
+// count; a RefusedRecord withdraws the record before it; an assistant
+// record after an AnswerCut is rendered without its tool calls, whose
+// arguments were cut off (llama-server refuses a request whose arguments
+// are not JSON).
 func (r *Request) Append(rec wire.LogRecord) {
+	cut := r.cut
+	_, r.cut = rec.(wire.AnswerCut)
+	if _, ok := rec.(wire.RefusedRecord); ok {
+		r.withdraw()
+		r.ends = append(r.ends, len(r.buf))
+		return
+	}
+	r.mark = len(r.pending)
+	if v, ok := rec.(wire.AssistantRecord); ok && cut {
+		v.ToolCalls = nil
+		rec = v
+	}
 	switch v := rec.(type) {
 	case wire.UserRecord:
 		r.buf = append(r.buf, `,{"role":"user","content":`...)
@@ -148,6 +191,33 @@ func (r *Request) Append(rec wire.LogRecord) {
 		r.buf = append(r.buf, '}')
 	}
 	r.ends = append(r.ends, len(r.buf))
+}
+
+// withdraw takes back the last record's message: the server refused the
+// request that carried it, so no request carries it again. The record
+// still counts, rendering nothing, so BodyAt stays true for every earlier
+// request. The buffer is clipped rather than overwritten in place, because
+// the transport may still be reading the refused request's parts, and the
+// running hash starts again if it had read past the cut. Only a record
+// appended since the last request can be refused, so this happens once per
+// refusal and costs one copy of the history.
+func (r *Request) withdraw() {
+	if len(r.ends) == 0 {
+		return
+	}
+	start := r.head
+	if n := len(r.ends); n > 1 {
+		start = r.ends[n-2]
+	}
+	r.buf = r.buf[:start:start]
+	r.ends[len(r.ends)-1] = start
+	if r.summed > start {
+		r.sum.Reset()
+		r.summed = 0
+	}
+	if r.mark <= len(r.pending) {
+		r.pending = r.pending[:r.mark]
+	}
 }
 
 // appendAssistant writes the fields as the server returned them: content
@@ -182,22 +252,27 @@ func (r *Request) appendAssistant(b []byte, v wire.AssistantRecord) []byte {
 // closing ends every body; shared, never written.
 var closing = []byte("]}")
 
-// Parts is Body() as two pieces, without copying the history: the history
-// so far, which later appends never change (they write only past its end,
-// or into a new array), and the closing "]}". Sending these instead of
-// Body() keeps the per-request cost of a long session to the socket write.
+// Parts is the request to send as two pieces, without copying the history:
+// the history so far, which later appends never change (they write only
+// past its end, or into a new array), and the end: "]}", or the generation
+// settings and "}". Sending these instead of Body() keeps the per-request
+// cost of a long session to the socket write.
 func (r *Request) Parts() [][]byte {
-	return [][]byte{r.buf[:len(r.buf):len(r.buf)], closing}
+	return [][]byte{r.buf[:len(r.buf):len(r.buf)], r.end}
 }
+
+// Size is len(Body()): the conversation's bytes, as .sent records them.
+func (r *Request) Size() int { return len(r.buf) + len(closing) }
 
 // Len is the number of records appended.
 func (r *Request) Len() int { return len(r.ends) }
 
-// Body is the request for every record appended so far.
+// Body is the conversation of every record appended so far: the request
+// as sent, but closed with "]}" in place of the generation settings.
 func (r *Request) Body() []byte { return r.BodyAt(len(r.ends)) }
 
-// BodyAt is the request as it was when only the first n records were
-// appended: what loopd sent at that point.
+// BodyAt is Body as it was when only the first n records were appended:
+// what loopd sent at that point, but for the generation settings.
 func (r *Request) BodyAt(n int) []byte {
 	end := r.head
 	if n > 0 {
@@ -249,4 +324,28 @@ func (r *Request) appendOptString(b []byte, s *string) []byte {
 func appendString(b []byte, s string) []byte {
 	out, _ := jsontext.AppendQuote(b, s)
 	return out
+}
+
+// Slot is the id_slot the request names.
+func (r *Request) Slot() uint32 { return r.slot }
+
+// SetSlot makes the request name slot instead: loopd moved the session to
+// another of the server's slots. The history is copied into a new buffer,
+// since bodies handed out by Parts may still be read, and the running hash
+// starts again; both happen once per move, which costs the server far more
+// (a cache miss) than it costs here.
+func (r *Request) SetSlot(slot uint32) {
+	if slot == r.slot {
+		return
+	}
+	b := append([]byte(`{"id_slot":`), strconv.FormatUint(uint64(slot), 10)...)
+	delta := len(b) - r.slotEnd
+	b = append(make([]byte, 0, cap(r.buf)+delta), b...)
+	b = append(b, r.buf[r.slotEnd:]...)
+	r.buf, r.slot, r.slotEnd = b, slot, r.slotEnd+delta
+	r.head += delta
+	for i := range r.ends {
+		r.ends[i] += delta
+	}
+	r.sum, r.summed = sha256.New(), 0
 }

@@ -21,14 +21,30 @@ import (
 	"boxmaker/wire"
 )
 
-// The real llama-server and a tiny model for it, built by .ci/llama-setup
-// (just llama-setup) from ../shared/llama. The tests fail, never skip,
-// without them.
+// The real llama-server and the tiny models for it, built by
+// .ci/llama-setup (just llama-setup) with .ci/llama-build and
+// internal/tinymodel. The tests fail, never skip, without them.
 const (
 	llamaCache     = "/var/cache/boxmaker/llama"
 	llamaServerEnv = "BOXMAKER_TEST_LLAMA_SERVER"
 	llamaModelEnv  = "BOXMAKER_TEST_LLAMA_MODEL"
+	llamaModelsEnv = "BOXMAKER_TEST_LLAMA_MODELS"
 )
+
+// cacheModel is the model name in the models directory .ci/llama-setup
+// fills (BOXMAKER_TEST_LLAMA_MODELS, by default the cache's models/).
+func cacheModel(t *testing.T, name string) string {
+	t.Helper()
+	dir := os.Getenv(llamaModelsEnv)
+	if dir == "" {
+		dir = filepath.Join(llamaCache, "models")
+	}
+	p := filepath.Join(dir, name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("the real llama-server test needs the model %s: %v\nmake it with `just llama-setup` (or set %s)", p, err, llamaModelsEnv)
+	}
+	return p
+}
 
 func llamaPaths(t *testing.T) (bin, model string) {
 	t.Helper()

@@ -60,6 +60,10 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	say(vocab.Summary())
+	nslots, err := serverSlots(ctx, client, say)
+	if err != nil {
+		return err
+	}
 	ln, err := channel.Listen(cfg.Listen.Socket)
 	if err != nil {
 		return err
@@ -67,7 +71,7 @@ func Run(ctx context.Context, o Options) error {
 	mgr := session.New(session.Config{
 		Home:         cfg.Paths.Home,
 		SystemPrompt: cfg.Model.SystemPrompt,
-		Slot:         uint32(cfg.Model.Slot),
+		Slots:        nslots,
 		MaxSteps:     cfg.Model.MaxSteps,
 		NCtx:         nctx,
 		EpochPercent: cfg.Model.EpochPercent,
@@ -79,8 +83,19 @@ func Run(ctx context.Context, o Options) error {
 		Tools:  &tools.Runner{Port: o.Port, Now: o.Now},
 		Now:    o.Now,
 		Report: say,
+
+		// The answer limit, and the server's own count for what may not
+		// fit the context (session: fit.go).
+		MaxAnswerTokens: cfg.Model.MaxAnswerTokens,
+		Tokens: func(ctx context.Context, text string) (int, error) {
+			ids, err := client.TokenizeEach(ctx, []string{text}, true)
+			if err != nil {
+				return 0, err
+			}
+			return len(ids[0]), nil
+		},
 	})
-	say(fmt.Sprintf("serving %s (model context %d tokens, slot %d)", cfg.Listen.Socket, nctx, cfg.Model.Slot))
+	say(fmt.Sprintf("serving %s (model context %d tokens, server slots %d)", cfg.Listen.Socket, nctx, nslots))
 	if o.Ready != nil {
 		o.Ready()
 	}
@@ -121,4 +136,18 @@ func selftest(ctx context.Context, cfg config.Config, client *llama.Client) (int
 		return 0, nil, &SelftestError{Problems: problems}
 	}
 	return nctx, vocab, nil
+}
+
+// serverSlots is how many slots the model server has, for the sessions to
+// share. A server whose /props does not say is used as one slot, and the
+// owner is told; a /props that cannot be read fails like the self-test.
+func serverSlots(ctx context.Context, client *llama.Client, say func(string)) (int, error) {
+	n, ok, err := client.TotalSlots(ctx)
+	if err != nil {
+		return 0, &SelftestError{Problems: []string{fmt.Sprintf("cannot learn the model server's slots: %v", err)}}
+	}
+	if !ok {
+		say("the model server's /props gives no total_slots; every session uses its slot 0, one request at a time")
+	}
+	return n, nil
 }

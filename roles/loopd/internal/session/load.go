@@ -138,6 +138,22 @@ func (s *Session) check(path string, epoch wire.Epoch, log *sessionlog.Log) erro
 			if v.Session != s.id || v.Epoch != epoch {
 				return bad(fmt.Sprintf("session_start names session %s epoch %d", v.Session, v.Epoch))
 			}
+		case wire.RefusedRecord:
+			// It withdraws the record before it, which must be one a
+			// request carries and loopd can take back.
+			switch prev := log.Records[max(i-1, 0)].(type) {
+			case wire.UserRecord, wire.ToolResultRecord:
+			default:
+				return bad(fmt.Sprintf("refused follows %T, not a user message or a tool result", prev))
+			}
+		case wire.AnswerCut:
+			// It describes the assistant record after it (none yet when a
+			// crash came between the two).
+			if i+1 < len(log.Records) {
+				if _, ok := log.Records[i+1].(wire.AssistantRecord); !ok {
+					return bad("answer_cut is not followed by the answer it describes")
+				}
+			}
 		case wire.EpochEnd:
 			if i != len(log.Records)-1 {
 				return bad("records after epoch_end")
@@ -168,6 +184,7 @@ func (s *Session) verifySent() {
 	if sent == nil {
 		return
 	}
+	s.sentSlot(sent)
 	if sent.Records > s.req.Len() {
 		s.report("epoch %d: the log has %d records, but the last request sent was built from %d: records are missing; %s",
 			s.epoch, s.req.Len(), sent.Records, runbook.See("session-rebuild-differs"))
@@ -239,15 +256,30 @@ func hasSummary(recs []wire.LogRecord) bool {
 func dangling(recs []wire.LogRecord) []wire.ToolCall {
 	var calls []wire.ToolCall
 	answered := map[string]bool{}
+	last := "" // the call the last tool result answered
+	cut := false
 	for _, r := range recs {
 		switch v := r.(type) {
 		case wire.AssistantRecord:
 			calls, answered = v.ToolCalls, map[string]bool{}
+			if cut {
+				calls = nil // a cut answer's calls were never to run
+			}
 		case wire.ToolResultRecord:
-			answered[v.ToolCallID] = true
+			answered[v.ToolCallID], last = true, v.ToolCallID
+		case wire.RefusedRecord:
+			// A withdrawn result answers nothing; the record after it
+			// normally does.
+			if last != "" {
+				answered[last] = false
+			}
 		case wire.UserRecord:
 			calls = nil
 		}
+		if _, ok := r.(wire.ToolResultRecord); !ok {
+			last = ""
+		}
+		_, cut = r.(wire.AnswerCut)
 	}
 	var out []wire.ToolCall
 	for _, c := range calls {

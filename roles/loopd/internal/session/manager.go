@@ -20,6 +20,7 @@ import (
 	"boxmaker/roles/loopd/internal/llama"
 	"boxmaker/roles/loopd/internal/neutral"
 	"boxmaker/roles/loopd/internal/sessionlog"
+	"boxmaker/roles/loopd/internal/slots"
 	"boxmaker/roles/loopd/internal/tools"
 	"boxmaker/wire"
 )
@@ -36,8 +37,9 @@ type Config struct {
 	Home string
 	// SystemPrompt opens every epoch's prefix.
 	SystemPrompt string
-	// Slot is the server slot new epochs are pinned to.
-	Slot uint32
+	// Slots is the number of the model server's slots (total_slots in
+	// /props); sessions are spread over them (package slots). 0 means 1.
+	Slots int
 	// MaxSteps bounds the model requests of one turn.
 	MaxSteps int
 	// NCtx is the context size; EpochPercent of it ends the epoch. NCtx 0
@@ -60,6 +62,18 @@ type Config struct {
 	// Report tells the owner something they should know but that does not
 	// stop the session (a recovered torn line, a cache loss). Nil drops it.
 	Report func(msg string)
+
+	// MaxAnswerTokens is sent as max_tokens with every request: the
+	// answer limit. 0 sends none.
+	MaxAnswerTokens int
+	// Tokens, when set, counts a text's tokens as the model server reads a
+	// prompt (POST /tokenize): the size a refused message is reported
+	// with, and the measure of a tool result that may not fit the context.
+	// Without it a tool result is measured by its bytes.
+	Tokens func(ctx context.Context, text string) (int, error)
+
+	// pool hands out the slots; New makes it from Slots.
+	pool *slots.Pool
 }
 
 // Manager holds the sessions of one loopd.
@@ -83,6 +97,7 @@ func New(cfg Config) *Manager {
 	if cfg.Tools == nil {
 		cfg.Tools = &tools.Runner{}
 	}
+	cfg.pool = slots.New(cfg.Slots)
 	return &Manager{cfg: cfg, sessions: map[wire.SessionID]*Session{}}
 }
 

@@ -132,9 +132,25 @@ func (s *Session) turn(ctx context.Context, text string, emit Emit) {
 	}
 	for step := 1; step <= s.cfg.MaxSteps; step++ {
 		reply, err := s.ask(ctx)
+		if le, ok := tooLong(err); ok {
+			if step == 1 {
+				reply, err = s.refused(ctx, text, le, false)
+			} else {
+				// The step's tool results were measured to fit, so the
+				// estimate was off; the next message finds the epoch
+				// full and starts a new one (refused).
+				err = fmt.Errorf("the model server refused the request with this step's tool results as longer than its context "+
+					"(%d of %d tokens), so this turn stops here; your next message starts a new epoch from a summary; %s",
+					le.PromptTokens, le.NCtx, runbook.See("tool-result-too-large"))
+			}
+		}
 		if err != nil {
 			fail(err)
 			return
+		}
+		cut := s.cutOf(reply)
+		if cut != nil {
+			emit(*cut)
 		}
 		if len(reply.ToolCalls) == 0 {
 			emit(wire.TurnReply{Content: deref(reply.Content)})
@@ -143,8 +159,16 @@ func (s *Session) turn(ctx context.Context, text string, emit Emit) {
 		if c := deref(reply.Content); c != "" {
 			emit(wire.TurnText{Content: c})
 		}
+		if cut != nil {
+			// The calls' arguments were cut off: none is run, and the next
+			// request replays the answer without them (prompt).
+			fail(fmt.Errorf("the model's answer was cut short in the middle of a tool call, so no call of it was run; "+
+				"say something to let it go on; %s", runbook.See("answer-cut")))
+			return
+		}
+		used := 0 // tokens of this step's results so far
 		for _, call := range reply.ToolCalls {
-			if err := s.runTool(ctx, call, emit); err != nil {
+			if err := s.runTool(ctx, call, emit, &used); err != nil {
 				fail(err)
 				return
 			}
@@ -163,14 +187,19 @@ func (s *Session) ask(ctx context.Context) (*llama.Reply, error) {
 	if err := s.checkPending(ctx); err != nil {
 		return nil, err
 	}
+	lease, err := s.takeSlot(ctx)
+	if err != nil {
+		return nil, err
+	}
 	n := s.req.Len()
-	body, sum := s.req.Parts(), s.req.Hash()
+	body, sum, size := s.req.Parts(), s.req.Hash(), s.req.Size()
 	reply, err := s.cfg.Model.Chat(ctx, body...)
+	lease.Release()
 	if err != nil {
 		return nil, fmt.Errorf("the model failed: %w", err)
 	}
 	t := reply.Timings
-	if s.last != nil {
+	if s.expects(lease) {
 		if want := Expected(*s.last); t.CacheN < want {
 			loss := wire.CacheLoss{Time: s.now(), Expected: want, Got: t.CacheN}
 			if err := s.write(loss); err != nil {
@@ -178,6 +207,13 @@ func (s *Session) ask(ctx context.Context) (*llama.Reply, error) {
 			}
 			s.report("epoch %d: the server kept %d prompt tokens of the %d expected (a cache loss); %s",
 				s.epoch, t.CacheN, want, runbook.See("cache-loss"))
+		}
+	}
+	if cut := s.cutOf(reply); cut != nil {
+		// Before the answer, so a rebuild knows to replay it without its
+		// cut tool calls; the answer itself is kept as it was generated.
+		if err := s.write(wire.AnswerCut{Time: s.now(), Tokens: cut.Tokens, Reason: cut.Reason}); err != nil {
+			return nil, err
 		}
 	}
 	rec := wire.AssistantRecord{Time: s.now(), Content: reply.Content,
@@ -188,7 +224,8 @@ func (s *Session) ask(ctx context.Context) (*llama.Reply, error) {
 	if err := s.write(rec); err != nil {
 		return nil, err
 	}
-	sent := sessionlog.Sent{Records: n, Bytes: len(body[0]) + len(body[1]), Hash: sum, Prompt: t.Prompt(), Context: t.Context()}
+	sent := sessionlog.Sent{Records: n, Bytes: size, Hash: sum, Prompt: t.Prompt(), Context: t.Context(),
+		Slot: int(lease.Slot)}
 	if err := s.sent.Append(sent); err != nil {
 		// The log is whole; only the restart check loses this entry.
 		s.report("epoch %d: %v", s.epoch, err)
@@ -212,8 +249,10 @@ func (s *Session) checkPending(ctx context.Context) error {
 	return nil
 }
 
-// runTool runs one call, records its result and tells the client.
-func (s *Session) runTool(ctx context.Context, call wire.ToolCall, emit Emit) error {
+// runTool runs one call, records its result and tells the client. A
+// result that does not fit the context left (fit; *used counts this
+// step's results) is withheld, and the model reads a note instead.
+func (s *Session) runTool(ctx context.Context, call wire.ToolCall, emit Emit, used *int) error {
 	id := s.nextCall
 	s.nextCall++
 	tool, args := tools.Describe(call.Name, call.Arguments)
@@ -224,10 +263,16 @@ func (s *Session) runTool(ctx context.Context, call wire.ToolCall, emit Emit) er
 	out := s.cfg.Tools.Run(ctx, tools.Call{Session: s.id, ID: id, Name: call.Name, Arguments: call.Arguments}, onPending)
 	rec := wire.ToolResultRecord{Time: s.now(), Call: id, ToolCallID: call.ID, Content: out.Content,
 		Class: out.Class, Untrusted: out.Untrusted, Truncated: out.Truncated}
+	tokens, room, fits := s.fit(ctx, out.Content, used)
 	if err := s.write(rec); err != nil {
 		return err
 	}
-	emit(wire.TurnToolOutcome{Call: id, Tool: tool, Status: out.Status, Reason: out.Reason, Class: out.Class, Truncated: out.Truncated})
+	if !fits {
+		if err := s.withhold(id, call, out, tokens, room, used); err != nil {
+			return err
+		}
+	}
+	emit(wire.TurnToolOutcome{Call: id, Tool: tool, Status: out.Status, Reason: out.Reason, Class: out.Class, Truncated: out.Truncated || !fits})
 	return nil
 }
 

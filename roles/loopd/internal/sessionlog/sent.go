@@ -24,10 +24,19 @@ type Sent struct {
 	Prompt uint64
 	// Context is the slot's tokens after the answer (Prompt + predicted_n).
 	Context uint64
+	// Slot is the server slot (id_slot) the request was sent to. Entries
+	// written before loopd spread sessions over the server's slots have
+	// none: Slot is then -1, and the request went to the slot its epoch's
+	// SessionStart names.
+	Slot int
 }
 
 func (s Sent) String() string {
-	return fmt.Sprintf("records %d bytes %d sha256 %s prompt %d context %d", s.Records, s.Bytes, s.Hash, s.Prompt, s.Context)
+	line := fmt.Sprintf("records %d bytes %d sha256 %s prompt %d context %d", s.Records, s.Bytes, s.Hash, s.Prompt, s.Context)
+	if s.Slot >= 0 {
+		line += fmt.Sprintf(" slot %d", s.Slot)
+	}
+	return line
 }
 
 // SentPath is the side file of path's sent requests.
@@ -78,9 +87,14 @@ func LastSent(path string) (*Sent, error) {
 		return nil, nil
 	}
 	l := lines[len(lines)-1]
-	var s Sent
+	s := Sent{Slot: -1}
 	var hash string
-	_, err = fmt.Sscanf(l, "records %d bytes %d sha256 %s prompt %d context %d", &s.Records, &s.Bytes, &hash, &s.Prompt, &s.Context)
+	format := "records %d bytes %d sha256 %s prompt %d context %d"
+	args := []any{&s.Records, &s.Bytes, &hash, &s.Prompt, &s.Context}
+	if strings.Contains(l, " slot ") {
+		format, args = format+" slot %d", append(args, &s.Slot)
+	}
+	_, err = fmt.Sscanf(l, format, args...)
 	if err == nil {
 		s.Hash, err = wire.ParseHash32(hash)
 	}

@@ -212,3 +212,37 @@ func TestSent(t *testing.T) {
 		t.Fatalf("with a torn entry: %+v %v", got, err)
 	}
 }
+
+// Entries name the slot the request went to; entries written before that
+// (no slot) still load, with Slot -1.
+func TestSentSlot(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "0.jsonl")
+	h := wire.Sha256([]byte("a"))
+	for _, tc := range []struct {
+		line string
+		want *Sent
+	}{
+		{"records 2 bytes 100 sha256 " + h.String() + " prompt 40 context 50\n", &Sent{Records: 2, Bytes: 100, Hash: h, Prompt: 40, Context: 50, Slot: -1}},
+		{"records 2 bytes 100 sha256 " + h.String() + " prompt 40 context 50 slot 3\n", &Sent{Records: 2, Bytes: 100, Hash: h, Prompt: 40, Context: 50, Slot: 3}},
+		{"records 2 bytes 100 sha256 " + h.String() + " prompt 40 context 50 slot -3\n", nil},
+		{"records 2 bytes 100 sha256 " + h.String() + " prompt 40 context 50 slot 3 x\n", nil},
+	} {
+		if err := os.WriteFile(SentPath(path), []byte(tc.line), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := LastSent(path)
+		if tc.want == nil {
+			var de *DamagedError
+			if !errors.As(err, &de) {
+				t.Fatalf("%q: got %+v %v, want a damaged entry", tc.line, got, err)
+			}
+			continue
+		}
+		if err != nil || *got != *tc.want {
+			t.Fatalf("%q: got %+v %v, want %+v", tc.line, got, err, tc.want)
+		}
+		if got.String()+"\n" != tc.line {
+			t.Fatalf("%q does not write back as itself: %q", tc.line, got.String())
+		}
+	}
+}
