@@ -40,12 +40,6 @@ type Options struct {
 	// inferproxy forwards to: a test puts its recorder in between this
 	// way. Default "http://" + addr.
 	Upstream func(addr string) (string, error)
-	// LoopdModel holds extra lines for loopd.toml's [model] table (for
-	// example "max_steps = 2").
-	LoopdModel string
-	// Grants are extra grant files (name to text, [[notes]], [[scratch]]
-	// and [[home]] filled in) beside the demo's own.
-	Grants map[string]string
 }
 
 // Harness is a running set of processes.

@@ -49,7 +49,7 @@ events_logger = "file"
 
 func (h *Harness) fill(s string) string {
 	return strings.NewReplacer("[[home]]", h.Home, "[[notes]]", h.Notes(), "[[scratch]]", h.Scratch(),
-		"[[podman]]", "unix://"+h.podmanSocket(), "[[upstream]]", h.upstream, "[[loopd-model]]\n", loopdModel(h.o.LoopdModel)).Replace(s)
+		"[[podman]]", "unix://"+h.podmanSocket(), "[[upstream]]", h.upstream).Replace(s)
 }
 
 func (h *Harness) writeHome() error {
@@ -62,9 +62,6 @@ func (h *Harness) writeHome() error {
 		"podman/containers.conf": containersConf,
 	}
 	for name, text := range grants {
-		files["grants/"+name] = text
-	}
-	for name, text := range h.o.Grants {
 		files["grants/"+name] = text
 	}
 	for name, text := range files {
@@ -145,7 +142,7 @@ home = "[[home]]"
 
 [model]
 socket = "[[home]]/run/loop-infer/infer.sock"
-[[loopd-model]]
+
 [listen]
 socket = "[[home]]/run/owner-loop/loop.sock"
 
@@ -186,13 +183,4 @@ func execIn(ctx context.Context, h *Harness, bin string, args ...string) *exec.C
 	cmd.Env = append(os.Environ(), "BOXMAKER_HOME="+h.Home,
 		"CONTAINERS_CONF="+filepath.Join(h.Home, "podman", "containers.conf"))
 	return cmd
-}
-
-// loopdModel is the extra [model] lines, ending with a blank line, so the
-// default config stays as it was byte for byte.
-func loopdModel(extra string) string {
-	if extra == "" {
-		return "\n"
-	}
-	return strings.TrimRight(extra, "\n") + "\n\n"
 }

@@ -26,7 +26,7 @@ import (
 // direct time. llama-server runs with -t 1 on a scripted model that
 // answers 12 tokens.
 func BenchmarkInferproxyRealChat(b *testing.B) {
-	server, err := harness.LlamaServer()
+	server, _, err := harness.LlamaPaths()
 	if err != nil {
 		b.Fatal(err)
 	}

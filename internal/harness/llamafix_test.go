@@ -14,36 +14,51 @@ import (
 	"time"
 
 	"boxmaker/internal/harness"
+	"boxmaker/internal/tinymodel"
 )
 
 // The scripted models of the end-to-end suite against the real
-// llama-server. Each answers one fixed text, every time: a token table
-// cannot tell one conversation from another, so a model that calls a tool
-// calls it again after the result (the tool test's loopd has max_steps 2).
+// llama-server. Each answers one fixed text, or a second one once the
+// prompt holds a tool response (tinymodel's AfterTool).
 var (
 	helloModel = harness.Model{Script: "Hello! I am a tiny scripted model in llama.cpp."}
-	thinkModel = harness.Model{Template: harness.Qwen3Template, Script: "<think>\nLet me think.\n</think>\n\nHello."}
-	// readHostile reads notes/hostile.md (an ask grant) through call_tool.
-	// The spacing is what lets it be spelled without a repeated token.
-	readHostile = harness.Model{Script: "<tool_call>\n\n" + `{"name":"call_tool","arguments":{"tool": "read_file",` + "\n" +
-		`"arguments": {"path":"` + harness.LlamaHome + `/notes/hostile.md"` + "\n}}}\n</tool_call>"}
+	thinkModel = harness.Model{Template: harness.ThinkingTemplate, Script: "<think>\nLet me think.\n</think>\n\nHello."}
 )
 
-// model returns m's GGUF file, made once and cached (the one place that
-// says how scripted models are made).
+// readHostile reads notes/hostile.md under home (an ask grant) through
+// call_tool, then says so. The spacing is what lets it be spelled without
+// a repeated token.
+func readHostile(home string) harness.Model {
+	return harness.Model{
+		Script: "<tool_call>\n\n" + `{"name":"call_tool","arguments":{"tool": "read_file",` + "\n" +
+			`"arguments": {"path":"` + home + `/notes/hostile.md"` + "\n}}}\n</tool_call>",
+		AfterTool: "I have read the file for you.",
+	}
+}
+
+// model writes m into a temporary folder and returns its path: the one
+// place that says how the suite's models are made.
 func model(t testing.TB, m harness.Model) string {
 	t.Helper()
-	var log bytes.Buffer
-	path, err := harness.MakeModel(m, "", &log)
+	_, src, err := harness.LlamaPaths()
 	if err != nil {
-		t.Fatalf("%v\n%s", err, log.String())
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "model.gguf")
+	if err := tinymodel.Write(path, tinyOptions(src, m)); err != nil {
+		t.Fatal(err)
 	}
 	return path
+}
+
+func tinyOptions(src string, m harness.Model) tinymodel.Options {
+	return tinymodel.Options{LlamaSrc: src, Template: m.Template, Script: m.Script, AfterTool: m.AfterTool}
 }
 
 // llamaRun is a harness whose model is the real llama-server.
 type llamaRun struct {
 	h       *harness.Harness
+	home    string // Options.Home
 	rec     *recorder
 	server  string // llama-server's own URL, for /tokenize
 	prompts string // --log-prompts-dir: every prompt it rendered
@@ -51,11 +66,11 @@ type llamaRun struct {
 }
 
 // startLlama starts every role as its own process, with llama-server on
-// first's model in the fixed home, and the recorder between inferproxy and
+// first's model, in a home whose name the suite's scripts can spell, and the recorder between inferproxy and
 // the server. It fails, naming the setup command, when a piece is missing.
-func startLlama(t *testing.T, first harness.Model, loopdModel string) *llamaRun {
+func startLlama(t *testing.T, first harness.Model) *llamaRun {
 	t.Helper()
-	server, err := harness.LlamaServer()
+	server, src, err := harness.LlamaPaths()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,16 +79,18 @@ func startLlama(t *testing.T, first harness.Model, loopdModel string) *llamaRun 
 	}
 	bin := build(t)
 	path := model(t, first)
-	release, err := harness.ClaimHome(harness.LlamaHome)
+	home, err := harness.SpellableHome(func(home string) error {
+		_, err := tinymodel.Spell(tinyOptions(src, readHostile(home)))
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(release)
-	t.Cleanup(func() { os.RemoveAll(harness.LlamaHome) })
-	r := &llamaRun{prompts: filepath.Join(harness.LlamaHome, "prompts"), log: &syncBuf{}}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	r := &llamaRun{home: home, prompts: filepath.Join(home, "prompts"), log: &syncBuf{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	r.h, err = harness.Start(ctx, harness.Options{Bin: bin, Home: harness.LlamaHome, Log: r.log, LoopdModel: loopdModel,
+	r.h, err = harness.Start(ctx, harness.Options{Bin: bin, Home: home, Log: r.log,
 		// -t 1: the machines running the gate have two cores to share.
 		Llama: &harness.Llama{Server: server, Model: path,
 			Args: []string{"--jinja", "-c", "8192", "-np", "1", "-t", "1", "--log-prompts-dir", r.prompts}},
