@@ -22,8 +22,8 @@ import (
 // prompt, a user message, slot 0, the prompt cached) is sent straight to
 // llama-server and through inferproxy (its own process, on a Unix socket),
 // in turns, so both see the same load; each time is until the stream's
-// end. It reports the medians, their difference and its ratio to the
-// direct time. llama-server runs with -t 1 on a scripted model that
+// end. It reports the medians, their ratio, and their difference and its
+// ratio to the direct time. llama-server runs with -t 1 on a scripted model that
 // answers 12 tokens.
 func BenchmarkInferproxyRealChat(b *testing.B) {
 	server, _, err := harness.LlamaPaths()
@@ -72,6 +72,7 @@ func BenchmarkInferproxyRealChat(b *testing.B) {
 	b.ReportMetric(float64(d.Microseconds())/1000, "direct-ms/p50")
 	b.ReportMetric(float64(p.Microseconds())/1000, "proxied-ms/p50")
 	b.ReportMetric(float64((p-d).Microseconds())/1000, "added-ms/p50")
+	b.ReportMetric(float64(p)/float64(d), "proxied/direct")
 	b.ReportMetric(float64(p-d)/float64(d), "added/direct")
 }
 
