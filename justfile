@@ -43,8 +43,12 @@ fuzz time="60s":
 # in-repository stand-in model, inferproxy, loopd) in a throwaway home, a chat
 # with a tool call, an approval, a container run and a denial, then audit
 # verify; everything stopped after. --interactive to type yourself.
+# --model llama: the same chat against llama.cpp's own llama-server with
+# scripted tiny models (just llama-setup first: its first run builds
+# llama-server, about 5 minutes).
 demo *args: podman-setup build
     CGO_ENABLED=0 go build -o bin/fakellama ./internal/fakellama/cmd/fakellama
+    @if [[ " {{args}} " =~ [[:space:]]--?model(=|[[:space:]]+)llama[[:space:]] ]]; then echo "== just llama-setup: its first run builds llama-server (about 5 minutes on two cores)" && .ci/llama-setup >/dev/null && go build -o bin/tinymodel ./internal/tinymodel/cmd/tinymodel; fi
     go run ./internal/harness/cmd/demo {{args}}
 
 # Build (or reuse) the real llama-server and the tiny models the tests run

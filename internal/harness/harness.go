@@ -33,6 +33,13 @@ type Options struct {
 	Log io.Writer
 	// TTLMs is brokerd's approval TTL (default 120000).
 	TTLMs int
+	// Llama, when set, runs llama.cpp's llama-server in place of the
+	// stand-in model (llama.go).
+	Llama *Llama
+	// Upstream, when set, turns the model's host:port into the URL
+	// inferproxy forwards to: a test puts its recorder in between this
+	// way. Default "http://" + addr.
+	Upstream func(addr string) (string, error)
 }
 
 // Harness is a running set of processes.
@@ -43,6 +50,8 @@ type Harness struct {
 	procs   []*proc
 	podman  *proc
 	modelAt string
+	// upstream is inferproxy's upstream URL.
+	upstream string
 	// inferproxyConf waits for the model's address.
 	inferproxyConf string
 }
@@ -98,6 +107,12 @@ func Start(ctx context.Context, o Options) (_ *Harness, err error) {
 	if err := h.StartModel(ctx); err != nil {
 		return nil, err
 	}
+	h.upstream = "http://" + h.modelAt
+	if o.Upstream != nil {
+		if h.upstream, err = o.Upstream(h.modelAt); err != nil {
+			return nil, err
+		}
+	}
 	if err := h.writeInferproxyConf(); err != nil {
 		return nil, err
 	}
@@ -124,8 +139,12 @@ func (h *Harness) StartRole(ctx context.Context, role string) error {
 	return h.waitSocket(ctx, p, sockets[role])
 }
 
-// StartModel starts the stand-in model and waits for its address.
+// StartModel starts the model (the stand-in, or llama-server with
+// Options.Llama) and waits until it answers.
 func (h *Harness) StartModel(ctx context.Context) error {
+	if h.o.Llama != nil {
+		return h.startLlama(ctx)
+	}
 	addrFile := filepath.Join(h.Home, "model.addr")
 	os.Remove(addrFile)
 	listen := "127.0.0.1:0"

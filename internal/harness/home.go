@@ -49,7 +49,7 @@ events_logger = "file"
 
 func (h *Harness) fill(s string) string {
 	return strings.NewReplacer("[[home]]", h.Home, "[[notes]]", h.Notes(), "[[scratch]]", h.Scratch(),
-		"[[podman]]", "unix://"+h.podmanSocket(), "[[model]]", h.modelAt).Replace(s)
+		"[[podman]]", "unix://"+h.podmanSocket(), "[[upstream]]", h.upstream).Replace(s)
 }
 
 func (h *Harness) writeHome() error {
@@ -132,7 +132,7 @@ image = "%s"
 user = "%s"
 `, h.o.TTLMs, image, toolUser()),
 		"inferproxy.toml": `[upstream]
-url = "http://[[model]]"
+url = "[[upstream]]"
 
 [listen]
 socket = "[[home]]/run/loop-infer/infer.sock"

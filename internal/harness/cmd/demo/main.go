@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -32,10 +33,19 @@ func run() int {
 	bin := flag.String("bin", "bin", "the folder with boxmaker, its role links and fakellama (just build)")
 	interactive := flag.Bool("interactive", false, "type to the model yourself instead of the demo's script")
 	keep := flag.Bool("keep", false, "keep the throwaway home after stopping")
+	model := flag.String("model", "stand-in", "the model: stand-in (fakellama) or llama (llama.cpp's llama-server with scripted tiny models; just llama-setup)")
 	flag.Parse()
 	abs, err := filepath.Abs(*bin)
 	if err != nil {
 		return fail(err)
+	}
+	switch {
+	case *model == "llama" && *interactive:
+		return fail(errors.New("--interactive needs the stand-in model: a scripted tiny model answers the same whatever you type"))
+	case *model == "llama":
+		return runLlama(abs, *keep)
+	case *model != "stand-in":
+		return fail(fmt.Errorf("--model %q: the models are stand-in and llama", *model))
 	}
 	home, err := os.MkdirTemp("", "bxdemo-")
 	if err != nil {
@@ -75,6 +85,11 @@ func run() int {
 		say("bxctl chat: %v", err)
 		code = 1
 	}
+	return finish(ctx, h, start, code)
+}
+
+// finish verifies the audit log the run wrote and stops everything.
+func finish(ctx context.Context, h *harness.Harness, start time.Time, code int) int {
 	fmt.Println()
 	say("The audit log, verified by bxctl audit verify:")
 	if err := h.Bxctl(ctx, nil, os.Stdout, os.Stdout, "audit", "verify", "--home", h.Home); err != nil {
