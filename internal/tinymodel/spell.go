@@ -220,6 +220,11 @@ type Plan struct {
 	// Marker is the token whose presence in the prompt selects AfterTool
 	// (-1 without one).
 	Marker int
+	// Context is set for ScriptTokens: the next token depends on the
+	// tokens before the current one too, and Before is what the template
+	// always writes before Start: <|im_end|> "\n" <|im_start|> "assistant".
+	Context bool
+	Before  [4]int
 
 	v *vocab
 }

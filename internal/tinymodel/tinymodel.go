@@ -54,6 +54,12 @@ type Options struct {
 	// AfterTool, with Script, is the answer once the prompt holds a tool
 	// response; it may not use any token that Script uses.
 	AfterTool string
+	// ScriptTokens, instead of Script, is the answer as token ids (say the
+	// server's own tokenization of a rendered tool call), then <|im_end|>.
+	// Tokens may repeat: the next token is chosen from the current one and
+	// the two before it (context.go says how), so a text that a bigram
+	// table cannot spell can be written exactly as a tokenizer splits it.
+	ScriptTokens []int
 
 	Seed   int64 // the random weights' seed; the same options give the same bytes
 	Layers int   // default 2
@@ -87,7 +93,9 @@ func (o Options) withDefaults() (Options, error) {
 		o.Ctx = 32768
 	}
 	switch {
-	case o.AfterTool != "" && o.Script == "":
+	case o.Script != "" && len(o.ScriptTokens) > 0:
+		return o, fmt.Errorf("tinymodel: give Script or ScriptTokens, not both")
+	case o.AfterTool != "" && o.Script == "" && len(o.ScriptTokens) == 0:
 		return o, fmt.Errorf("tinymodel: AfterTool needs a Script too")
 	case o.Layers < 1 || o.Ctx < 1 || o.Embd < 0:
 		return o, fmt.Errorf("tinymodel: layers %d, ctx %d and embd %d must be positive", o.Layers, o.Ctx, o.Embd)
@@ -104,14 +112,14 @@ func Spell(o Options) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.Script == "" {
+	if o.Script == "" && len(o.ScriptTokens) == 0 {
 		return nil, fmt.Errorf("tinymodel: no Script to spell")
 	}
 	v, err := loadVocab(o.path(o.Vocab))
 	if err != nil {
 		return nil, err
 	}
-	return v.plan(o.Script, o.AfterTool)
+	return v.planOptions(o)
 }
 
 // Write writes the model to path, atomically (a temporary file beside it,
@@ -143,12 +151,23 @@ func build(o Options) ([]KV, []tensor, error) {
 	var p *Plan
 	name := "tiny-qwen2-random"
 	embd := o.Embd
-	if o.Script != "" {
-		if p, err = v.plan(o.Script, o.AfterTool); err != nil {
+	var cp *contextPlan
+	if o.Script != "" || len(o.ScriptTokens) > 0 {
+		if p, err = v.planOptions(o); err != nil {
 			return nil, nil, err
 		}
 		name = "tiny-qwen2-scripted"
 		need := planLayout(p).needDim
+		if p.Context {
+			if cp, err = newContextPlan(p); err != nil {
+				return nil, nil, err
+			}
+			need = cp.embd
+			if o.Embd != 0 && o.Embd != need {
+				return nil, nil, fmt.Errorf("tinymodel: ScriptTokens take an embd of %d; leave Embd 0", need)
+			}
+			embd = need
+		}
 		if embd == 0 {
 			embd = max(defaultEmbd, (need+31)/32*32)
 		}
@@ -160,6 +179,10 @@ func build(o Options) ([]KV, []tensor, error) {
 		embd = defaultEmbd
 	}
 	s := shape{vocab: len(v.tokens), embd: embd, layers: o.Layers, ff: 2 * embd, ctx: o.Ctx}
+	nh, nkv := heads, headsKV
+	if cp != nil {
+		nh, nkv = ctxHeads, ctxHeads
+	}
 	u32 := func(k string, n int) KV { return KV{Key: k, Type: TypeUint32, Value: uint32(n)} }
 	kvs := []KV{
 		{Key: "general.architecture", Type: TypeString, Value: "qwen2"},
@@ -168,13 +191,16 @@ func build(o Options) ([]KV, []tensor, error) {
 		u32("qwen2.embedding_length", s.embd),
 		u32("qwen2.block_count", s.layers),
 		u32("qwen2.feed_forward_length", s.ff),
-		u32("qwen2.attention.head_count", heads),
-		u32("qwen2.attention.head_count_kv", headsKV),
+		u32("qwen2.attention.head_count", nh),
+		u32("qwen2.attention.head_count_kv", nkv),
 		{Key: "qwen2.rope.freq_base", Type: TypeFloat32, Value: float32(ropeBase)},
 		{Key: "qwen2.attention.layer_norm_rms_epsilon", Type: TypeFloat32, Value: float32(rmsEps)},
 		u32("general.file_type", 1), // mostly F16
 	}
 	kvs = append(kvs, v.kvs...)
 	kvs = setKV(kvs, KV{Key: "tokenizer.chat_template", Type: TypeString, Value: string(tmpl)})
+	if cp != nil {
+		return kvs, contextWeights(s, cp, o.Seed), nil
+	}
 	return kvs, weights(s, p, o.Seed), nil
 }
