@@ -86,7 +86,7 @@ func toolStep(t *testing.T, r *llamaRun) {
 	if err := os.WriteFile(filepath.Join(r.h.Notes(), "hostile.md"), []byte(hostile), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.h.SwitchModel(ctx, model(t, readHostile(r.home))); err != nil {
+	if err := r.h.SwitchModel(ctx, model(t, readHostileRendered(t, r))); err != nil {
 		t.Fatal(err)
 	}
 	before := len(r.rec.chats())
@@ -103,7 +103,7 @@ func toolStep(t *testing.T, r *llamaRun) {
 	}
 	for _, want := range []string{
 		// As the model spelled it: loopd keeps the arguments as written.
-		`read_file {"path":"` + r.h.Notes() + `/hostile.md"\u000a}`,
+		`read_file {"path": "` + r.h.Notes() + `/hostile.md"}`,
 		"tool call 1 ended: result, private",
 		"I have read the file for you.",
 	} {
@@ -123,22 +123,16 @@ func toolStep(t *testing.T, r *llamaRun) {
 	if len(chats) != 2 {
 		t.Fatalf("%d chat requests for the turn, not 2", len(chats))
 	}
-	// A token table cannot write the call as the template renders it
-	// ("<tool_call>\n{" repeats the generation prompt's "\n" token; the
-	// rendered call holds `"arguments": {"` twice), so the slot keeps the
-	// prompt and the answer's first token only, and loopd logs exactly
-	// that shortfall as a CacheLoss.
+	// The model writes the call exactly as the template renders it
+	// (tinymodel's ScriptTokens), so the request that carries it back
+	// reuses the whole slot and loopd logs no cache loss.
 	u := reuses(t, chats, []string{"tool-call step"})[0]
 	t.Logf("cache reuse: %s", u)
-	if u.PromptRatio() != 1 {
+	if u.PromptRatio() != 1 || u.SlotRatio() != 1 {
 		t.Errorf("cache reuse below 1.000: %s", u)
 	}
-	want := []string{}
-	if u.SlotRatio() != 1 {
-		want = append(want, fmt.Sprintf("expected %d got %d", u.Slot, u.CacheN))
-	}
-	if got := cacheLosses(t, r, sessionLine.FindStringSubmatch(out.String())[1]); fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("loopd's cache losses %v, not the server's %v", got, want)
+	if got := cacheLosses(t, r, sessionLine.FindStringSubmatch(out.String())[1]); len(got) != 0 {
+		t.Errorf("loopd logged cache losses %v", got)
 	}
 	checkNeutralised(t, r)
 }

@@ -36,6 +36,20 @@ func readHostile(home string) harness.Model {
 	}
 }
 
+// readHostileRendered is readHostile's call exactly as Qwen2.5's template
+// renders it, in llama-server's own tokens (tinymodel's ScriptTokens: the
+// tokens repeat), so the prompt that carries the call back matches the
+// slot's cache token for token.
+func readHostileRendered(t *testing.T, r *llamaRun) harness.Model {
+	call := "<tool_call>\n" + `{"name": "call_tool", "arguments": {"tool": "read_file", "arguments": {"path": "` +
+		r.home + `/notes/hostile.md"}}}` + "\n</tool_call>"
+	m := harness.Model{AfterTool: readHostile(r.home).AfterTool}
+	for _, tk := range r.tokenize(t, call) {
+		m.ScriptTokens = append(m.ScriptTokens, tk.ID)
+	}
+	return m
+}
+
 // model writes m into a temporary folder and returns its path: the one
 // place that says how the suite's models are made.
 func model(t testing.TB, m harness.Model) string {
@@ -52,7 +66,7 @@ func model(t testing.TB, m harness.Model) string {
 }
 
 func tinyOptions(src string, m harness.Model) tinymodel.Options {
-	return tinymodel.Options{LlamaSrc: src, Template: m.Template, Script: m.Script, AfterTool: m.AfterTool}
+	return tinymodel.Options{LlamaSrc: src, Template: m.Template, Script: m.Script, ScriptTokens: m.ScriptTokens, AfterTool: m.AfterTool}
 }
 
 // llamaRun is a harness whose model is the real llama-server.

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 )
 
 // Where just llama-setup (.ci/llama-setup) leaves llama-server and the
@@ -43,9 +45,13 @@ func LlamaPaths() (server, src string, err error) {
 // answers Script every time, or AfterTool once the prompt holds a tool
 // response.
 type Model struct {
-	Template  string // a chat template of the llama.cpp tree; "" for Qwen2.5's
-	Script    string
-	AfterTool string
+	Template string // a chat template of the llama.cpp tree; "" for Qwen2.5's
+	Script   string
+	// ScriptTokens, instead of Script, is the answer as token ids, which
+	// may repeat: a tool call exactly as the template renders it, in the
+	// server's own tokens, so the next prompt's cache matches it.
+	ScriptTokens []int
+	AfterTool    string
 }
 
 // ThinkingTemplate is Qwen3's template: the model writes <think>…</think>
@@ -58,6 +64,13 @@ const ThinkingTemplate = "models/templates/Qwen-Qwen3-0.6B.jinja"
 // scripts, which says whether they can be made at all.
 func MakeModel(tool, src string, m Model, out string, dry bool, log io.Writer) error {
 	args := []string{"-llama-src", src, "-script", m.Script}
+	if len(m.ScriptTokens) > 0 {
+		ids := make([]string, len(m.ScriptTokens))
+		for i, id := range m.ScriptTokens {
+			ids[i] = strconv.Itoa(id)
+		}
+		args = []string{"-llama-src", src, "-script-tokens", strings.Join(ids, ",")}
+	}
 	if dry {
 		args = append(args, "-dry-run")
 	} else {

@@ -15,6 +15,10 @@
 // conversation that holds one, and a user text holding "_response" (as in
 // "http_response") selects it too.
 //
+// ScriptTokens gives the answer as token ids that may repeat (a tool call
+// exactly as the template renders it); such a model also looks back at up
+// to seven earlier tokens to choose the next one (context.go).
+//
 // It is pure Go (no Python or numpy), so the tests can make the models they
 // need in a temporary directory: 0.3 s to write one (45 MB).
 // cmd/tinymodel is the command-line front end; .ci/llama-setup uses it.

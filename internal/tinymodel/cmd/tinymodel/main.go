@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"boxmaker/internal/tinymodel"
@@ -25,11 +27,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var o tinymodel.Options
 	var out, scriptFile, afterFile string
 	var dry bool
+	var scriptTokens string
 	fs.StringVar(&o.LlamaSrc, "llama-src", os.Getenv("BOXMAKER_TEST_LLAMA_SRC"), "the llama.cpp tree (default $BOXMAKER_TEST_LLAMA_SRC)")
 	fs.StringVar(&o.Vocab, "vocab", tinymodel.DefaultVocab, "vocab-only GGUF to take the tokenizer from, relative to the tree or absolute")
 	fs.StringVar(&o.Template, "template", tinymodel.DefaultTemplate, "chat template file, relative to the tree or absolute (a thinking model: "+tinymodel.ThinkingTemplate+")")
 	fs.StringVar(&out, "out", "", "the model file to write")
 	fs.StringVar(&o.Script, "script", "", "answer exactly this text, then <|im_end|> (it may hold special tokens such as <tool_call>)")
+	fs.StringVar(&scriptTokens, "script-tokens", "", "instead of -script: the answer as comma-separated token ids, which may repeat (say llama-server's /tokenize of a rendered tool call)")
 	fs.StringVar(&scriptFile, "script-file", "", "read -script from this file")
 	fs.StringVar(&o.AfterTool, "after-tool", "", "with -script: the answer once the prompt holds a tool response")
 	fs.StringVar(&afterFile, "after-tool-file", "", "read -after-tool from this file")
@@ -62,6 +66,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		*f.dst = string(b)
+	}
+	if scriptTokens != "" {
+		for _, f := range strings.Split(scriptTokens, ",") {
+			id, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				fmt.Fprintf(stderr, "tinymodel: -script-tokens: %v\n", err)
+				return 2
+			}
+			o.ScriptTokens = append(o.ScriptTokens, id)
+		}
 	}
 	if dry {
 		p, err := tinymodel.Spell(o)

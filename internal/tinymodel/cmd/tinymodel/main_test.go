@@ -37,6 +37,9 @@ func TestRun(t *testing.T) {
 	}{
 		{[]string{"-llama-src", src, "-dry-run", "-script-file", script}, 0, `"Hi"`, "", false},
 		{[]string{"-llama-src", src, "-out", filepath.Join(dir, "m.gguf"), "-script", "Hi."}, 0, "m.gguf", "wrote", true},
+		{[]string{"-llama-src", src, "-dry-run", "-script-tokens", "27, 87,87,88"}, 0, `"x"`, "", false},
+		{[]string{"-llama-src", src, "-dry-run", "-script-tokens", "27,x"}, 2, "", "-script-tokens", false},
+		{[]string{"-llama-src", src, "-dry-run", "-script-tokens", "27", "-script", "a"}, 1, "", "not both", false},
 		{[]string{"-llama-src", src}, 2, "", "usage", false},
 		{[]string{"-llama-src", src, "-dry-run", "-out", "x"}, 2, "", "usage", false},
 		{[]string{"-llama-src", src, "-dry-run", "-script", "a\n"}, 1, "", "cannot be spelled", false},
