@@ -20,8 +20,8 @@ import (
 // coordinate of each of the seven highest-frequency pairs, the query of
 // the head that looks d0 back is A*(cos d0θ, -sin d0θ) there: the score
 // A²·Σcos((d-d0)θ_i)/sqrt(head) peaks at d = d0, ahead of every other
-// distance up to 33000 by at least 0.43·A²/sqrt(head) (A² = 40·sqrt(head):
-// 17 nats), so the head reads that one token. Head 1 (KV head 0, whose
+// distance within 32768 by at least 0.25·A²/sqrt(head) for every head size
+// up to 96 (A² = 80·sqrt(head): 20 nats; TestContextLookBackMargin), so the head reads that one token. Head 1 (KV head 0, whose
 // first row is AfterTool's) looks one back, head 2 (KV head 1) two back.
 // Their values carry a code (one dimension per path token) that the output
 // projection writes to the P1 and P2 blocks of the residual. The output row
@@ -31,8 +31,9 @@ import (
 // context does not decide.
 const (
 	ctxPairs    = 7
-	ctxScoreSqr = 40.0 // A² / sqrt(head)
+	ctxScoreSqr = 80.0 // A² / sqrt(head)
 	ctxMinHead  = 16
+	ctxMaxHead  = 96 // the look-back margin is tested up to here
 	ctxHeads    = 8 // no GQA: head 0 is AfterTool's, heads 1..ctxMaxBack look back
 	ctxMaxBack  = ctxHeads - 1
 )
@@ -147,6 +148,9 @@ func newContextPlan(p *Plan) (*contextPlan, error) {
 		c.head = max(ctxMinHead, c.nCodes+1, (next+ctxHeads-1)/ctxHeads)
 		c.head += c.head % 2
 		c.embd = ctxHeads * c.head
+		if c.head > ctxMaxHead {
+			return nil, fmt.Errorf("tinymodel: the script tokens hold %d different tokens; at most %d fit", c.nCodes, ctxMaxHead-1)
+		}
 		if err = c.check(); err == nil {
 			return c, nil
 		}

@@ -3,6 +3,7 @@ package tinymodel
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -79,5 +80,32 @@ func TestContextAmbiguous(t *testing.T) {
 	}
 	if _, _, err := build(Options{LlamaSrc: src, ScriptTokens: []int{x, y, z, x, y, 91, x, 90}}); err != nil {
 		t.Fatalf("repeats that the context tells apart: %v", err)
+	}
+}
+
+// A look-back head reads the one token it is meant to: its score at its
+// distance beats every other distance within the trained context by 15
+// nats at least, for every head size a plan can take.
+func TestContextLookBackMargin(t *testing.T) {
+	for head := ctxMinHead; head <= ctxMaxHead; head += 2 {
+		for b := 1; b <= ctxMaxBack; b++ {
+			score := func(d int) float64 {
+				var s float64
+				for j := range ctxPairs {
+					th := math.Pow(ropeBase, -2*float64(j)/float64(head))
+					s += math.Cos(float64(d-b) * th)
+				}
+				return ctxScoreSqr * s
+			}
+			best := math.Inf(-1)
+			for d := range 32768 {
+				if d != b {
+					best = max(best, score(d))
+				}
+			}
+			if m := score(b) - best; m < 15 {
+				t.Fatalf("head %d, %d back: the margin is %.1f nats", head, b, m)
+			}
+		}
 	}
 }
