@@ -34,7 +34,7 @@ const (
 	ctxScoreSqr = 80.0 // A² / sqrt(head)
 	ctxMinHead  = 16
 	ctxMaxHead  = 96 // the look-back margin is tested up to here
-	ctxHeads    = 8 // no GQA: head 0 is AfterTool's, heads 1..ctxMaxBack look back
+	ctxHeads    = 8  // no GQA: head 0 is AfterTool's, heads 1..ctxMaxBack look back
 	ctxMaxBack  = ctxHeads - 1
 )
 
