@@ -9,26 +9,30 @@ import (
 )
 
 // A context model (Options.ScriptTokens) chooses the next token from the
-// current token and the two before it, so an answer may repeat tokens and
-// be written exactly as the server's tokenizer splits it (a tool call as
-// the template renders it, whose every `": "` is the same token).
+// current token and up to seven before it, so an answer may repeat tokens
+// and be written exactly as the server's tokenizer splits it (a tool call
+// as the template renders it, whose every `": "` is the same token).
 //
-// Every token of the paths embeds as a unit vector on its own dimension, as
-// in a table. Layer 0 gets two previous-token heads: their queries and keys
-// come from biases alone (the weights are zero), so a score depends only on
-// how far back the key is, through RoPE. The key bias is A on the first
-// coordinate of each of the seven highest-frequency pairs, the query of
-// the head that looks d0 back is A*(cos d0θ, -sin d0θ) there: the score
-// A²·Σcos((d-d0)θ_i)/sqrt(head) peaks at d = d0, ahead of every other
+// Every token of the paths, and the four the template writes before the
+// answer (<|im_end|> "\n" <|im_start|> "assistant"), embeds as a unit
+// vector on its own dimension, as in a table; no other token has a value
+// in those dimensions. The model has 8 heads, each its own KV head: head 0
+// is AfterTool's (as in weights.go), head b looks b tokens back. A
+// look-back head's query and key come from biases alone (the weights are
+// zero), so its score depends only on how far back the key is, through
+// RoPE: the key bias is A on the first coordinate of each of the seven
+// highest-frequency pairs, the query A*(cos bθ, -sin bθ) there, and the
+// score A²·Σcos((d-b)θ_i)/sqrt(head) peaks at d = b, ahead of every other
 // distance within 32768 by at least 0.25·A²/sqrt(head) for every head size
-// up to 96 (A² = 80·sqrt(head): 20 nats; TestContextLookBackMargin), so the head reads that one token. Head 1 (KV head 0, whose
-// first row is AfterTool's) looks one back, head 2 (KV head 1) two back.
-// Their values carry a code (one dimension per path token) that the output
-// projection writes to the P1 and P2 blocks of the residual. The output row
-// of a step's next token has stepWeight on the current token's dimension
-// and on the two codes, so the right token scores 3 against at most 2 for
-// any other; newContextPlan simulates every step and says which one the
-// context does not decide.
+// up to 96 (A² = 80·sqrt(head): 20 nats; TestContextLookBackMargin), so
+// the head reads that one token. Its value carries the token's code (its
+// dimension) into block b of the residual. The output row of a step's
+// next token has 5·(blocks+1) on the current token, so a token that
+// follows another current token never wins, and 5 on just as many
+// look-back codes as tell the step from the steps with the same token and
+// another next token. newContextPlan simulates every step, counting the
+// prompt before those four tokens as unknown (lighting whatever helps a
+// rival), and says which step the context does not decide.
 const (
 	ctxPairs    = 7
 	ctxScoreSqr = 80.0 // A² / sqrt(head)

@@ -283,6 +283,9 @@ func (p *Plan) String() string {
 			prev = id
 		}
 	}
+	if p.Context {
+		sb.WriteString("(script tokens: a token may repeat, and the tokens before it choose its successor)\n")
+	}
 	list("Script", p.Reply, "")
 	if len(p.AfterTool) > 0 {
 		list("AfterTool", p.AfterTool, fmt.Sprintf("  (when the prompt holds %d %q)", p.Marker, p.text(p.Marker)))
