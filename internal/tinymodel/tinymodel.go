@@ -68,7 +68,8 @@ type Options struct {
 	Seed   int64 // the random weights' seed; the same options give the same bytes
 	Layers int   // default 2
 	// Embd is the embedding width: a multiple of 8; by default 64, or the
-	// next multiple of 32 that holds the scripts' steps.
+	// next multiple of 32 that holds the scripts' steps. With ScriptTokens
+	// it is sized by the plan and must be left 0.
 	Embd int
 	Ctx  int // the trained context length written to the file; default 32768
 }
