@@ -5,9 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -28,44 +26,11 @@ import (
 // randomModel has random weights (.ci/llama-setup makes it).
 func randomModel(t *testing.T) string { return cacheModel(t, "random.gguf") }
 
-// startLlamaCtx runs llama-server on model with a context of nctx tokens,
-// one thread and a fixed sampling seed.
+// startLlamaCtx runs llama-server on model with a context of nctx tokens
+// and a fixed sampling seed.
 func startLlamaCtx(t *testing.T, model string, nctx int) *realLlama {
 	t.Helper()
-	bin, _ := llamaPaths(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	l := &realLlama{url: fmt.Sprintf("http://127.0.0.1:%d", port), prompts: filepath.Join(t.TempDir(), "prompts")}
-	var out syncBuf
-	cmd := exec.Command(bin, "-m", model, "--jinja", "-c", fmt.Sprint(nctx), "-np", "1", "-t", "1", "--seed", "1",
-		"--host", "127.0.0.1", "--port", fmt.Sprint(port), "--log-prompts-dir", l.prompts)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if resp, err := http.Get(l.url + "/health"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return l
-			}
-		}
-		select {
-		case <-exited:
-			t.Fatalf("llama-server exited:\n%s", out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("llama-server did not become healthy in 60 s:\n%s", out.String())
-		}
-	}
+	return launchLlama(t, model, "-c", fmt.Sprint(nctx), "-np", "1", "--seed", "1")
 }
 
 // prompts are the prompts llama-server has logged so far, in order.

@@ -71,35 +71,38 @@ type realLlama struct {
 
 func startLlama(t *testing.T) *realLlama {
 	t.Helper()
-	bin, model := llamaPaths(t)
+	_, model := llamaPaths(t)
+	return launchLlama(t, model, "-c", "8192", "-np", "1")
+}
+
+// launchLlama runs llama-server on model with one thread (the machines
+// are shared), every rendered prompt logged, and args (context, slots,
+// seed), on a free loopback port, and waits until it is healthy; the test's
+// cleanup kills it.
+func launchLlama(t *testing.T, model string, args ...string) *realLlama {
+	t.Helper()
+	bin, _ := llamaPaths(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	dir := t.TempDir()
-	l := &realLlama{url: fmt.Sprintf("http://127.0.0.1:%d", port), prompts: filepath.Join(dir, "prompts")}
-	var out bytes.Buffer
-	cmd := exec.Command(bin, "-m", model, "--jinja", "-c", "8192", "-np", "1", "-t", "2",
-		"--host", "127.0.0.1", "--port", fmt.Sprint(port), "--log-prompts-dir", l.prompts)
+	l := &realLlama{url: fmt.Sprintf("http://127.0.0.1:%d", port), prompts: filepath.Join(t.TempDir(), "prompts")}
+	var out syncBuf
+	cmd := exec.Command(bin, append([]string{"-m", model, "--jinja", "-t", "1",
+		"--host", "127.0.0.1", "--port", fmt.Sprint(port), "--log-prompts-dir", l.prompts}, args...)...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-	})
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(l.url + "/health")
-		if err == nil {
-			ok := resp.StatusCode == http.StatusOK
+	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if resp, err := http.Get(l.url + "/health"); err == nil {
 			resp.Body.Close()
-			if ok {
+			if resp.StatusCode == http.StatusOK {
 				return l
 			}
 		}
@@ -111,7 +114,6 @@ func startLlama(t *testing.T) *realLlama {
 		if time.Now().After(deadline) {
 			t.Fatalf("llama-server did not become healthy in 60 s:\n%s", out.String())
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

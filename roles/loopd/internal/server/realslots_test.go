@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -21,46 +20,11 @@ import (
 // short reply (.ci/llama-setup makes it).
 func replyModel(t *testing.T) string { return cacheModel(t, "reply.gguf") }
 
-// startLlamaSlots runs llama-server on model with np slots and one thread
-// (the machines are shared), on a loopback port.
+// startLlamaSlots runs llama-server on model with np slots of 4096 tokens
+// each, and returns its URL.
 func startLlamaSlots(t *testing.T, model string, np int) string {
 	t.Helper()
-	bin, _ := llamaPaths(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	var out syncBuf
-	cmd := exec.Command(bin, "-m", model, "--jinja", "-c", fmt.Sprint(4096*np), "-np", fmt.Sprint(np), "-t", "1",
-		"--host", "127.0.0.1", "--port", fmt.Sprint(port))
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		if resp, err := http.Get(url + "/health"); err == nil {
-			ok := resp.StatusCode == http.StatusOK
-			resp.Body.Close()
-			if ok {
-				return url
-			}
-		}
-		select {
-		case <-exited:
-			t.Fatalf("llama-server exited:\n%s", out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("llama-server did not become healthy in 60 s:\n%s", out.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return launchLlama(t, model, "-c", fmt.Sprint(4096*np), "-np", fmt.Sprint(np)).url
 }
 
 // startLoopd runs loopd in this process (runLoopd) and returns how to stop
