@@ -169,20 +169,30 @@ func (h *Harness) StartModel(ctx context.Context) error {
 // Kill sends SIGKILL to the named process (a role, or "model") and waits
 // for it: the crash the end-to-end tests recover from.
 func (h *Harness) Kill(name string) error {
+	p, err := h.running(name)
+	if err != nil {
+		return err
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+	return nil
+}
+
+// running is the named process (a role, or "model") while it runs: the
+// latest started under that name.
+func (h *Harness) running(name string) (*proc, error) {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	var p *proc
 	for _, q := range h.procs {
 		if q.name == name && !q.exited() {
 			p = q
 		}
 	}
-	h.mu.Unlock()
 	if p == nil {
-		return fmt.Errorf("harness: no running %s", name)
+		return nil, fmt.Errorf("harness: no running %s", name)
 	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	<-p.done
-	return nil
+	return p, nil
 }
 
 // Bxctl runs bin/bxctl with args and this home's sockets in its environment.

@@ -71,16 +71,9 @@ func (h *Harness) SwitchModel(ctx context.Context, model string) error {
 // Restart stops the named process (a role, or "model") as a service
 // manager would (SIGTERM, then SIGKILL after 5 s) and starts it again.
 func (h *Harness) Restart(ctx context.Context, name string) error {
-	h.mu.Lock()
-	var p *proc
-	for _, q := range h.procs {
-		if q.name == name && !q.exited() {
-			p = q
-		}
-	}
-	h.mu.Unlock()
-	if p == nil {
-		return fmt.Errorf("harness: no running %s", name)
+	p, err := h.running(name)
+	if err != nil {
+		return err
 	}
 	p.stop()
 	if name == "model" {
