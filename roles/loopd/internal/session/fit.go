@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"boxmaker/roles/loopd/internal/llama"
-	"boxmaker/roles/loopd/internal/neutral"
 	"boxmaker/roles/loopd/internal/tools"
 	"boxmaker/runbook"
 	"boxmaker/wire"
@@ -54,14 +53,6 @@ func tooLong(err error) (*llama.Error, bool) {
 	return le, errors.As(err, &le) && le.ExceedsContext()
 }
 
-func (s *Session) neutralise(text string) string {
-	set := s.cfg.Neutral
-	if set == nil {
-		set = neutral.Floor()
-	}
-	return set.Neutralise(text)
-}
-
 // count is text's tokens as the server reads a prompt, or -1 when that
 // cannot be known.
 func (s *Session) count(ctx context.Context, text string) int {
@@ -103,7 +94,7 @@ func (s *Session) refused(ctx context.Context, text string, le *llama.Error, aga
 	if nctx <= 0 {
 		nctx = s.cfg.NCtx
 	}
-	m := s.count(ctx, s.neutralise(text))
+	m := s.count(ctx, s.cfg.Neutral.Neutralise(text))
 	if m < 0 || le.PromptTokens <= 0 || nctx <= 0 {
 		return nil, fmt.Errorf("your message was not sent: the model server refused it as longer than its context (%v); "+
 			"it stays in the session log, marked refused, and will not be sent again; send a shorter message; %s",
@@ -178,7 +169,7 @@ func (s *Session) fit(ctx context.Context, content string, used *int) (tokens, r
 		return 0, 0, true
 	}
 	room = s.cfg.NCtx - int(s.last.Context) - *used - answerRoom(s.cfg) - messageMargin
-	text := s.neutralise(content)
+	text := s.cfg.Neutral.Neutralise(content)
 	tokens = len(text)
 	if tokens > room {
 		if n := s.count(ctx, text); n >= 0 {

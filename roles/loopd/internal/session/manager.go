@@ -97,6 +97,9 @@ func New(cfg Config) *Manager {
 	if cfg.Tools == nil {
 		cfg.Tools = &tools.Runner{}
 	}
+	if cfg.Neutral == nil {
+		cfg.Neutral = neutral.Floor()
+	}
 	cfg.pool = slots.New(cfg.Slots)
 	return &Manager{cfg: cfg, sessions: map[wire.SessionID]*Session{}}
 }
