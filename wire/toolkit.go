@@ -1,5 +1,7 @@
 package wire
 
+import "fmt"
+
 // The toolkit's protocol: brokerd's Podman runtime writes one compact
 // ToolkitRequest and "\n" to the tool program's stdin inside the container
 // (roles/toolkit), which answers with one ToolkitResponse and "\n" on
@@ -25,7 +27,40 @@ type ToolkitRequest struct {
 	// the container: the toolkit refuses to run unless each path is that
 	// very object (docs/decisions.md, "Mount sources").
 	Mounts []ToolkitMount `json:"mounts"`
+	// Header is one header http_fetch adds to every request: a grant's
+	// secret_header, whose value holds the call's placeholder, never the
+	// secret (the egress proxy puts the secret in on its way out).
+	Header *ToolkitHeader `json:"header"`
+	// CA is a PEM certificate in the container that http_fetch trusts
+	// besides the system's roots: the call's egress proxy's own CA, for the
+	// hosts where the proxy puts the secret in.
+	CA *string `json:"ca"`
+	// Secret is a secret the tool must hold itself (a shell grant's
+	// secret_deliver = "file"): the toolkit writes it to Path, on the tmpfs
+	// brokerd mounted for it, before the command runs. It travels only
+	// here, on the container's stdin: never in argv, the environment or
+	// anything Podman keeps.
+	Secret *ToolkitSecret `json:"secret"`
 }
+
+// ToolkitHeader is one HTTP request header.
+type ToolkitHeader struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// ToolkitSecret is a secret delivered as a file. Value is any bytes
+// (base64 in the JSON).
+type ToolkitSecret struct {
+	Path  string `json:"path"`
+	Value []byte `json:"value"`
+}
+
+// String, GoString and Format print the path alone, so that no log line,
+// error or %v of a request can show the value.
+func (s ToolkitSecret) String() string                { return "secret file " + s.Path }
+func (s ToolkitSecret) GoString() string              { return s.String() }
+func (s ToolkitSecret) Format(f fmt.State, verb rune) { fmt.Fprint(f, s.String()) }
 
 // ToolkitMount is one mount as brokerd checked it on the host: the object
 // with this device and inode number, at Path.
@@ -53,3 +88,12 @@ type ToolkitResponse struct {
 // refuses an answer with a longer one, and the toolkit cuts its notes to
 // fit.
 const ToolkitNoteBytes = 16 << 10
+
+// ToolkitSecretDir is where, in a tool container, a secret delivered as a
+// file lives: a tmpfs of its own that brokerd mounts for the call, owned by
+// the tool's user. ToolkitSecretEnv names the variable that gives a shell
+// command the file's path (the path, never the value).
+const (
+	ToolkitSecretDir = "/run/boxmaker/secret"
+	ToolkitSecretEnv = "BOXMAKER_SECRET_FILE"
+)

@@ -9,7 +9,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
+
+	"boxmaker/wire"
 )
 
 // maxRedirects caps the redirects http_fetch follows. Each one goes through
@@ -20,20 +23,38 @@ const maxRedirects = 5
 // tests; nothing else sets it.
 var testRoots *x509.CertPool
 
-// httpFetch GETs rawURL through the SOCKS5 proxy on the Unix socket proxy,
+// fetchRequest is one http_fetch: the URL, the egress proxy's socket in
+// the container, and, for a grant with a secret, the header to add (it
+// holds a per-call placeholder; the proxy puts the secret in) and the
+// proxy's CA, which must be trusted for the hosts where it does.
+type fetchRequest struct {
+	url, proxy string
+	header     *wire.ToolkitHeader
+	ca         *string
+}
+
+// httpFetch GETs the URL through the SOCKS5 proxy on the Unix socket proxy,
 // the container's only way out: it has no network of its own. Names are
 // sent to the proxy, never resolved here; the proxy resolves them and
 // decides.
-func httpFetch(rawURL, proxy string, max int64) Response {
+func httpFetch(f fetchRequest, max int64) Response {
+	rawURL := f.url
+	// nil roots: the system's, /etc/ssl/certs/ca-certificates.crt in the
+	// tool image.
+	roots := testRoots
+	if f.ca != nil {
+		var err error
+		if roots, err = withCA(roots, *f.ca); err != nil {
+			return failed("http_fetch: " + err.Error())
+		}
+	}
 	client := &http.Client{
 		Transport: &http.Transport{
 			Proxy: nil,
 			DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-				return dialSOCKS(ctx, proxy, addr)
+				return dialSOCKS(ctx, f.proxy, addr)
 			},
-			// nil roots: the system's, /etc/ssl/certs/ca-certificates.crt
-			// in the tool image.
-			TLSClientConfig:   &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: testRoots},
+			TLSClientConfig:   &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots},
 			ForceAttemptHTTP2: true,
 		},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
@@ -54,6 +75,9 @@ func httpFetch(rawURL, proxy string, max int64) Response {
 		return failed("http_fetch: " + err.Error())
 	}
 	req.Header.Set("User-Agent", "boxmaker-http-fetch/1")
+	if f.header != nil {
+		req.Header.Set(f.header.Name, f.header.Value)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return failed("http_fetch: " + fetchError(err))
@@ -75,6 +99,25 @@ func httpFetch(rawURL, proxy string, max int64) Response {
 	// Header values come from the server: clip makes them text too.
 	text, note := body.text("content")
 	return Response{Status: "result", Head: clip(b.String()), Text: text, Tail: note}
+}
+
+// withCA is roots (nil: the system's) and the PEM certificate in file.
+func withCA(roots *x509.CertPool, file string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the egress proxy's CA: %v", err)
+	}
+	if roots == nil {
+		if roots, err = x509.SystemCertPool(); err != nil {
+			return nil, fmt.Errorf("cannot read the system's certificate roots: %v", err)
+		}
+	} else {
+		roots = roots.Clone()
+	}
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("the egress proxy's CA in %s holds no certificate", file)
+	}
+	return roots, nil
 }
 
 // fetchError is err without the Go client's "Get \"url\": " prefix, which

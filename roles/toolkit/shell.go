@@ -16,6 +16,7 @@ import (
 const waitDelay = 200 * time.Millisecond
 
 // shellEnv is the whole environment a command gets: nothing of brokerd's.
+// A command given a secret file also gets SecretFileEnv, its path.
 var shellEnv = []string{"PATH=/bin", "HOME=/tmp", "TMPDIR=/tmp", "LANG=C.UTF-8"}
 
 // shell runs command under /bin/sh in cwd (or /), with stdout and stderr
@@ -24,13 +25,13 @@ var shellEnv = []string{"PATH=/bin", "HOME=/tmp", "TMPDIR=/tmp", "LANG=C.UTF-8"}
 // not 0: the
 // command ran, and its failure is information for the model. A wall-time
 // limit is brokerd's: it stops the container.
-func shell(command string, cwd *string, max int64) Response {
+func shell(command string, cwd *string, env []string, max int64) Response {
 	cmd := exec.Command("/bin/sh", "-c", command)
 	cmd.Dir = "/"
 	if cwd != nil {
 		cmd.Dir = *cwd
 	}
-	cmd.Env = shellEnv
+	cmd.Env = env
 	out := &capture{max: max}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = waitDelay

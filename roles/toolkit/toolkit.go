@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"boxmaker/wire"
 )
@@ -99,7 +100,9 @@ func readRequest(r io.Reader) (Request, error) {
 // run dispatches to the tool, after checking that the request carries what
 // the tool takes and nothing else.
 func run(req Request) Response {
-	type need struct{ path, content, command, cwd, url, proxy bool }
+	// The optional members: a shell may get a secret file, an http_fetch
+	// a header and the proxy's CA (both or neither), and nothing else.
+	type need struct{ path, content, command, cwd, url, proxy, header, ca, secret bool }
 	var n need
 	switch req.Tool {
 	case "read_file":
@@ -107,15 +110,16 @@ func run(req Request) Response {
 	case "write_file":
 		n = need{path: true, content: true}
 	case "shell":
-		n = need{command: true, cwd: req.Cwd != nil}
+		n = need{command: true, cwd: req.Cwd != nil, secret: req.Secret != nil}
 	case "http_fetch":
-		n = need{url: true, proxy: true}
+		n = need{url: true, proxy: true, header: req.Header != nil, ca: req.Header != nil}
 	case "probe":
 	default:
 		return failed(fmt.Sprintf("toolkit: unknown tool %q", req.Tool))
 	}
 	if (req.Path != nil) != n.path || (req.Content != nil) != n.content || (req.Command != nil) != n.command ||
-		(req.Cwd != nil) != n.cwd || (req.URL != nil) != n.url || (req.Proxy != nil) != n.proxy {
+		(req.Cwd != nil) != n.cwd || (req.URL != nil) != n.url || (req.Proxy != nil) != n.proxy ||
+		(req.Header != nil) != n.header || (req.CA != nil) != n.ca || (req.Secret != nil) != n.secret {
 		return failed(fmt.Sprintf("toolkit: the request's members do not fit %s", req.Tool))
 	}
 	switch req.Tool {
@@ -124,9 +128,16 @@ func run(req Request) Response {
 	case "write_file":
 		return writeFile(*req.Path, *req.Content)
 	case "shell":
-		return shell(*req.Command, req.Cwd, req.OutputBytes)
+		env := shellEnv
+		if req.Secret != nil {
+			if err := writeSecret(*req.Secret); err != nil {
+				return failed("toolkit: " + err.Error())
+			}
+			env = append(slices.Clone(shellEnv), SecretFileEnv+"="+req.Secret.Path)
+		}
+		return shell(*req.Command, req.Cwd, env, req.OutputBytes)
 	case "http_fetch":
-		return httpFetch(*req.URL, *req.Proxy, req.OutputBytes)
+		return httpFetch(fetchRequest{url: *req.URL, proxy: *req.Proxy, header: req.Header, ca: req.CA}, req.OutputBytes)
 	}
 	return probe()
 }
