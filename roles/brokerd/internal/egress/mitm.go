@@ -315,8 +315,9 @@ func (x *exchange) writeResponse(req *http.Request, resp *http.Response) error {
 	slices.Sort(keys)
 	for _, k := range keys {
 		// A name that holds the value is dropped: the placeholder may have
-		// bytes a header name cannot.
-		if body && k == "Content-Length" || strings.Contains(k, value) {
+		// bytes a header name cannot. Compared without case, since the
+		// parser has already changed the name's.
+		if body && k == "Content-Length" || strings.Contains(strings.ToLower(k), strings.ToLower(value)) {
 			continue
 		}
 		for _, v := range resp.Header[k] {

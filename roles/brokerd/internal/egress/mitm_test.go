@@ -113,7 +113,7 @@ func TestTheValueGoesOnlyToTheSecretsHosts(t *testing.T) {
 		t.Errorf("the plain host got Accept-Encoding %q over %s", got, seen[0].Proto)
 	}
 	leaf = resp.TLS.PeerCertificates[0]
-	if !leaf.Equal(plainSrv.TLS.Certificates[0].Leaf) && !bytes.Equal(leaf.Raw, plainSrv.TLS.Certificates[0].Certificate[0]) {
+	if !bytes.Equal(leaf.Raw, plainSrv.TLS.Certificates[0].Certificate[0]) {
 		t.Errorf("the tool saw %v, not the server's own certificate", leaf.Subject)
 	}
 	callOnly := x509.NewCertPool()
@@ -423,5 +423,30 @@ func TestAHostsClosedIdleConnectionIsRetried(t *testing.T) {
 	}
 	if refused := r.proxy.Refusals(); len(refused) != 0 {
 		t.Errorf("refusals %q", refused)
+	}
+}
+
+// TestTheValueLeavesNoPartOfTheResponseHead: in the status line's reason
+// and in a header's name (which the parser recases) too.
+func TestTheValueLeavesNoPartOfTheResponseHead(t *testing.T) {
+	roots := newPKI(t, "test roots")
+	srv := startServer(t, roots.serverCert(t, "secret.boxmaker.test"), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, buf, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		body := "auth was " + r.Header.Get("Authorization")
+		buf.WriteString("HTTP/1.1 200 OK " + value + "\r\nX-" + value + ": 1\r\nX-Keep: " + value + "\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
+		buf.Flush()
+	}))
+	r := newRig(t, roots, map[string]*server{"secret.boxmaker.test": srv}, "secret.boxmaker.test")
+	resp, body := get(t, r.client(nil), "https://secret.boxmaker.test/head")
+	var head bytes.Buffer
+	resp.Header.Write(&head)
+	if resp.Status != "200 OK "+placeholder || body != "auth was Bearer "+placeholder || resp.Header.Get("X-Keep") != placeholder ||
+		strings.Contains(strings.ToLower(head.String()), strings.ToLower(value)) {
+		t.Errorf("%q %q\n%s", resp.Status, body, head.String())
 	}
 }
