@@ -1,6 +1,9 @@
 package egress
 
-import "net/netip"
+import (
+	"crypto/x509"
+	"net/netip"
+)
 
 // SetTestHosts is the test-only hook (see testHooks): names in dial go
 // straight to a local address, names in resolve get these answers instead
@@ -13,5 +16,19 @@ func SetTestHosts(dial map[string]netip.AddrPort, resolve map[string][]netip.Add
 		testHooks.mu.Lock()
 		defer testHooks.mu.Unlock()
 		testHooks.dial, testHooks.resolve = nil, nil
+	}
+}
+
+// SetTestRoots is the test-only hook for the roots the proxy verifies a
+// secret host's certificate against (the system's when nil). It returns a
+// function that removes them.
+func SetTestRoots(roots *x509.CertPool) (restore func()) {
+	testHooks.mu.Lock()
+	defer testHooks.mu.Unlock()
+	testHooks.roots = roots
+	return func() {
+		testHooks.mu.Lock()
+		defer testHooks.mu.Unlock()
+		testHooks.roots = nil
 	}
 }

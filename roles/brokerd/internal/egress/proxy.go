@@ -4,13 +4,17 @@
 // patterns of the call's grant, on port 443, resolves names itself, and
 // dials only addresses that reach the public internet, by address, so a
 // name that changes its answer between check and dial (DNS rebinding)
-// cannot slip through.
+// cannot slip through. With a call's secret (StartWith), the proxy ends
+// the tool's TLS to the hosts that get it and puts the value into their
+// requests itself (mitm.go); every other host gets a blind relay.
 package egress
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -40,6 +44,15 @@ type Proxy struct {
 	ctx   context.Context // cancelled by Close: ends dials and lookups
 	stop  context.CancelFunc
 
+	// With a secret (StartWith): the hosts that get it have their TLS
+	// terminated (mitm.go) with certificates from ca, whose certificate
+	// alone is in caPath; upSessions resumes the proxy's own TLS to them.
+	// Without one, all four are zero.
+	secret     *secret
+	ca         *ca
+	caPath     string
+	upSessions tls.ClientSessionCache
+
 	// wg counts the accept loop and every connection's goroutine; Close
 	// waits for all of them, so the Proxy owns every goroutine it starts.
 	wg sync.WaitGroup
@@ -53,13 +66,40 @@ type Proxy struct {
 // Start listens on a new socket in a new directory under parent (the
 // system's temporary directory when parent is ""), allowing hosts: the
 // matched grant's host patterns, already checked by policy.
-func Start(parent string, hosts []string) (*Proxy, error) {
+func Start(parent string, hosts []string) (*Proxy, error) { return StartWith(parent, hosts, nil) }
+
+// StartWith is Start with a secret (nil: exactly Start). It makes the
+// call's CA, keeps its key in memory only, and writes its certificate to
+// CAPath.
+func StartWith(parent string, hosts []string, secret *Secret) (*Proxy, error) {
 	if len(hosts) == 0 {
 		return nil, errors.New("egress: no hosts to allow")
+	}
+	p := &Proxy{hosts: slices.Clone(hosts), conns: map[net.Conn]struct{}{}}
+	if secret != nil {
+		s, err := newSecret(secret, hosts)
+		if err != nil {
+			return nil, err
+		}
+		if p.ca, err = newCA(s.hosts, time.Now()); err != nil {
+			return nil, err
+		}
+		p.secret = s
+		p.upSessions = tls.NewLRUClientSessionCache(len(s.hosts) * 4)
 	}
 	dir, err := os.MkdirTemp(parent, "boxmaker-egress-")
 	if err != nil {
 		return nil, fmt.Errorf("egress: %w", err)
+	}
+	p.dir = dir
+	if p.ca != nil {
+		// Only the certificate: world-readable, since it is mounted for
+		// the container's user, whoever that is.
+		p.caPath = filepath.Join(dir, CAFile)
+		if err := writeFile(p.caPath, p.ca.pem(), 0o644); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("egress: %w", err)
+		}
 	}
 	path := filepath.Join(dir, SocketName)
 	ln, err := net.Listen("unix", path)
@@ -75,15 +115,47 @@ func Start(parent string, hosts []string) (*Proxy, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("egress: %w", err)
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	p := &Proxy{hosts: slices.Clone(hosts), dir: dir, ln: ln, ctx: ctx, stop: stop, conns: map[net.Conn]struct{}{}}
+	p.ln = ln
+	p.ctx, p.stop = context.WithCancel(context.Background())
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
 }
 
+// writeFile creates name with exactly mode, whatever the umask, and syncs
+// it: the container reads it once the call starts.
+func writeFile(name string, data []byte, mode os.FileMode) error {
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(mode)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	return errors.Join(err, f.Close())
+}
+
 // Path is the socket on the host, to be mounted into the container.
 func (p *Proxy) Path() string { return filepath.Join(p.dir, SocketName) }
+
+// CAPath is the per-call CA's certificate (PEM), a file in the proxy's own
+// directory (mode 0644), to be bind-mounted read-only into the call's
+// container; "" without a secret.
+func (p *Proxy) CAPath() string { return p.caPath }
+
+// String, GoString and Format name the proxy by its socket: nothing of the
+// secret it holds is printed, whatever the verb.
+func (p *Proxy) String() string { return "egress proxy " + p.Path() }
+
+// GoString is String.
+func (p *Proxy) GoString() string { return p.String() }
+
+// Format prints String for every verb.
+func (p *Proxy) Format(f fmt.State, _ rune) { io.WriteString(f, p.String()) }
 
 // Refusals says what the proxy refused during the call and why, oldest
 // first, so that a failed http_fetch can tell the model more than SOCKS5's
@@ -110,6 +182,9 @@ func (p *Proxy) Close() error {
 	p.stop()
 	err := p.ln.Close()
 	p.wg.Wait()
+	if p.secret != nil {
+		clear(p.secret.value) // the proxy's copy; nothing reads it any more
+	}
 	return errors.Join(err, os.RemoveAll(p.dir))
 }
 
@@ -151,10 +226,18 @@ func (p *Proxy) untrack(c net.Conn) {
 	c.Close()
 }
 
-func (p *Proxy) refuse(format string, args ...any) {
+// refuse records why something was refused, and returns the text. A text
+// that quotes what a host sent has any occurrence of the value replaced by
+// the secret's name.
+func (p *Proxy) refuse(format string, args ...any) string {
+	msg := fmt.Sprintf(format, args...)
+	if p.secret != nil {
+		msg = p.secret.scrub(msg)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.refusals) < maxRefusals {
-		p.refusals = append(p.refusals, fmt.Sprintf(format, args...))
+		p.refusals = append(p.refusals, msg)
 	}
+	return msg
 }

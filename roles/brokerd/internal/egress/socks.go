@@ -2,6 +2,7 @@ package egress
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -49,6 +50,9 @@ var testHooks struct {
 	// resolve answers for a name instead of DNS; the answers are checked
 	// like any others.
 	resolve map[string][]netip.Addr
+	// roots, when set, replaces the system's roots for the TLS the
+	// proxy itself opens to a host that gets the secret.
+	roots *x509.CertPool
 }
 
 func (p *Proxy) serve(c net.Conn) {
@@ -71,6 +75,10 @@ func (p *Proxy) serve(c net.Conn) {
 		return
 	}
 	c.SetDeadline(time.Time{})
+	if p.secret != nil && p.secret.covers(host) {
+		p.terminate(c, up, host)
+		return
+	}
 	relay(c, up)
 }
 

@@ -1,0 +1,151 @@
+package egress
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/textproto"
+	"slices"
+	"strings"
+
+	"boxmaker/policy"
+)
+
+// Secret is what one call's proxy puts into requests to the hosts it covers.
+type Secret struct {
+	Name        string   // for messages only
+	Header      string   // the request header that carries it, as the grant names it
+	Placeholder string   // the random per-call string the container holds instead of the value
+	Value       []byte   // the real value; never logged, never in an error
+	Hosts       []string // host patterns (policy.HostMatches) where the value may go; a subset of the proxy's hosts
+}
+
+// String, GoString and Format print the secret's name and nothing else, so
+// that no log line, error or %#v of a struct holding a Secret shows the
+// value or the placeholder. fmt cannot call them on a Secret held in an
+// unexported field of another struct: hold a *Secret there, which fmt
+// prints as an address.
+func (s Secret) String() string { return "secret " + s.Name }
+
+// GoString is String: %#v must not show the value either.
+func (s Secret) GoString() string { return s.String() }
+
+// Format prints String for every verb.
+func (s Secret) Format(f fmt.State, _ rune) { io.WriteString(f, s.String()) }
+
+// secret is the proxy's own copy of a Secret, checked. Value and
+// placeholder are only ever compared and copied into requests and
+// responses; no message is built from them.
+type secret struct {
+	name        string
+	header      string // canonical, as net/http's parsed headers have it
+	placeholder string
+	value       []byte
+	hosts       []string
+}
+
+// newSecret checks s against the proxy's hosts and copies it. Its errors
+// name the secret and never show the value or the placeholder.
+func newSecret(s *Secret, hosts []string) (*secret, error) {
+	bad := func(why string) error { return fmt.Errorf("egress: secret %q: %s", s.Name, why) }
+	if !isToken(s.Header) {
+		return nil, bad("the header name is not a valid HTTP header name")
+	}
+	if len(s.Value) == 0 {
+		return nil, bad("the value is empty")
+	}
+	if !validFieldValue(s.Value) {
+		return nil, bad("the value has a byte an HTTP header cannot carry (a control character or a line break)")
+	}
+	if len(s.Placeholder) < minPlaceholder || !validPlaceholder(s.Placeholder) {
+		return nil, fmt.Errorf("egress: secret %q: the placeholder must be at least %d printable ASCII characters without spaces", s.Name, minPlaceholder)
+	}
+	// The container holds the placeholder: one that contains the value
+	// hands the value to the container.
+	if strings.Contains(s.Placeholder, string(s.Value)) {
+		return nil, bad("the placeholder contains the value")
+	}
+	if len(s.Hosts) == 0 {
+		return nil, bad("no hosts to send the value to")
+	}
+	for _, h := range s.Hosts {
+		if err := policy.CheckHostPattern(h); err != nil {
+			return nil, fmt.Errorf("egress: secret %q: host %q is not a valid host pattern: it %v", s.Name, h, err)
+		}
+		if !slices.ContainsFunc(hosts, func(outer string) bool { return covers(outer, h) }) {
+			return nil, fmt.Errorf("egress: secret %q: host %q is not among the proxy's hosts (%s)", s.Name, h, strings.Join(hosts, ", "))
+		}
+	}
+	return &secret{
+		name:        s.Name,
+		header:      textproto.CanonicalMIMEHeaderKey(s.Header),
+		placeholder: s.Placeholder,
+		value:       bytes.Clone(s.Value),
+		hosts:       slices.Clone(s.Hosts),
+	}, nil
+}
+
+// minPlaceholder keeps a placeholder from being a string that turns up in
+// ordinary traffic by chance; the runtime's are random and much longer.
+const minPlaceholder = 16
+
+// covers reports whether every host the pattern inner matches is matched
+// by the pattern outer.
+func covers(outer, inner string) bool {
+	if outer == inner {
+		return true
+	}
+	if base, ok := strings.CutPrefix(inner, "*."); ok {
+		// *.a.example.com is inside *.example.com, never inside a name.
+		return strings.HasPrefix(outer, "*.") && policy.HostMatches(outer, base)
+	}
+	return policy.HostMatches(outer, inner)
+}
+
+// covers reports whether host gets the value: TLS to it is terminated.
+func (s *secret) covers(host string) bool {
+	return slices.ContainsFunc(s.hosts, func(pat string) bool { return policy.HostMatches(pat, host) })
+}
+
+// scrub replaces the value in a message by the secret's name, for texts
+// that quote what an upstream sent (a header line, a certificate name).
+func (s *secret) scrub(msg string) string {
+	return strings.ReplaceAll(msg, string(s.value), "[secret:"+s.name+"]")
+}
+
+// isToken reports whether h is an RFC 9110 token, what a header name is.
+func isToken(h string) bool {
+	if h == "" {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// validFieldValue: RFC 9110 field-vchar, space and tab, and obs-text; no
+// other control byte, so the value can neither end the header line nor
+// start another.
+func validFieldValue(v []byte) bool {
+	for _, c := range v {
+		if c < 0x20 && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// validPlaceholder: printable ASCII, no space: it travels in environment
+// variables, shell words and header values unchanged.
+func validPlaceholder(p string) bool {
+	for i := 0; i < len(p); i++ {
+		if p[i] <= 0x20 || p[i] >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
