@@ -21,7 +21,7 @@ func DecideGrants(grants map[string]wire.Grant, protected *Protected, req wire.T
 		g, ps := checkDecoded(name, nil, grants[names[i]], checkStem(name))
 		return name, g, append(ps, protected.problems(nil, g, nil)...)
 	})
-	return decideSet(set, problems, req, st, now)
+	return decideSet(set, problems, nil, req, st, now)
 }
 
 // HoldReads makes every GrantsDir read call hold once it has its result,
