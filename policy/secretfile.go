@@ -208,11 +208,15 @@ func openSecretsDir(dir, name string) (fd int, missing bool, err error) {
 	return fd, false, nil
 }
 
+// geteuid is os.Geteuid; a test that cannot chown pretends to be another
+// user instead.
+var geteuid = os.Geteuid
+
 // ownedAlone says why st is not owned by the effective user alone, or
 // returns "": the owner must be the effective user, and group and others
 // must have no access at all. fix is the mode to suggest.
 func ownedAlone(st syscall.Stat_t, fix os.FileMode) string {
-	if euid := uint32(os.Geteuid()); st.Uid != euid {
+	if euid := uint32(geteuid()); st.Uid != euid {
 		return fmt.Sprintf("is owned by uid %d, not by uid %d, the user reading it", st.Uid, euid)
 	}
 	if perm := st.Mode & 0o777; perm&0o077 != 0 {
