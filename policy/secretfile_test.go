@@ -154,6 +154,8 @@ func TestSecretsDir(t *testing.T) {
 		return d
 	}
 	good, readOnly := mk("good", 0o700), mk("ro", 0o500)
+	// Let TempDir remove it when the test does not run as root.
+	t.Cleanup(func() { _ = os.Chmod(readOnly, 0o700) })
 	for _, d := range []string{good, readOnly} {
 		if missing, err := policy.CheckSecretsDir(d); missing || err != nil {
 			t.Errorf("%s: missing %v, %v", d, missing, err)
