@@ -125,6 +125,21 @@ func (g *GrantsDir) Check() ([]wire.GrantProblem, error) {
 	return problems, nil
 }
 
+// IsSecretProblem reports whether p is one Check adds for a secret that
+// cannot be read, not a loading problem: such a problem leaves the set
+// valid, and its text ends with its own runbook pointer.
+func IsSecretProblem(p wire.GrantProblem) bool {
+	if !strings.HasPrefix(p.Problem, "secret: ") {
+		return false
+	}
+	for _, see := range []string{RunbookSecretUnavailable, RunbookSecretFileUnsafe, RunbookSecretsDirUnsafe} {
+		if strings.HasSuffix(p.Problem, "; "+see) {
+			return true
+		}
+	}
+	return false
+}
+
 // secretReason is err on one line: for a *SecretError, the quoted name,
 // the problem and the runbook pointer.
 func secretReason(err error) string {

@@ -208,6 +208,11 @@ func TestGrantsCheckReportsSecrets(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	for i, p := range ps {
+		if policy.IsSecretProblem(p) != (i >= 2) {
+			t.Errorf("IsSecretProblem(%s) = %v", policy.FormatProblem(p), !(i >= 2))
+		}
+	}
 	// Load, and so every decision, still sees only the loading problems.
 	if _, loadPs, _ := g.Load(); len(loadPs) != 2 {
 		t.Errorf("Load has %d problems, want the 2 loading ones", len(loadPs))

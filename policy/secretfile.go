@@ -124,7 +124,7 @@ func ReadSecret(dir, name string) ([]byte, error) {
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		return nil, unsafe(nil, "is not a regular file")
 	}
-	if p := ownedAlone(st, 0o600); p != "" {
+	if p := ownedAlone(fd, st, 0o600); p != "" {
 		return nil, unsafe(nil, "%s", p)
 	}
 	if st.Size > MaxSecretBytes {
@@ -201,7 +201,7 @@ func openSecretsDir(dir, name string) (fd int, missing bool, err error) {
 		closeFD(fd)
 		return -1, false, unsafe(err, "cannot be examined: %v", err)
 	}
-	if p := ownedAlone(st, 0o700); p != "" {
+	if p := ownedAlone(fd, st, 0o700); p != "" {
 		closeFD(fd)
 		return -1, false, unsafe(nil, "%s", p)
 	}
@@ -212,15 +212,26 @@ func openSecretsDir(dir, name string) (fd int, missing bool, err error) {
 // user instead.
 var geteuid = os.Geteuid
 
-// ownedAlone says why st is not owned by the effective user alone, or
-// returns "": the owner must be the effective user, and group and others
-// must have no access at all. fix is the mode to suggest.
-func ownedAlone(st syscall.Stat_t, fix os.FileMode) string {
-	if euid := uint32(geteuid()); st.Uid != euid {
+// ownedAlone says why the open fd, whose status is st, is not the
+// effective user's alone, or returns "": it must belong to the effective
+// user and give group and others no access at all, or (systemd's
+// credentials, secretacl.go) belong to root, give others nothing, and
+// share it with no user but the effective one by its ACL. fix is the mode
+// to suggest.
+func ownedAlone(fd int, st syscall.Stat_t, fix os.FileMode) string {
+	euid := uint32(geteuid())
+	perm := st.Mode & 0o777
+	if st.Uid == euid && perm&0o077 == 0 {
+		return ""
+	}
+	if st.Uid == 0 && euid != 0 && perm&0o007 == 0 && onlyUserACL(fd, euid) {
+		return ""
+	}
+	if st.Uid == 0 && euid != 0 {
+		return fmt.Sprintf("is owned by uid 0, not by uid %d, the user reading it, and no ACL shares it with that user alone", euid)
+	}
+	if st.Uid != euid {
 		return fmt.Sprintf("is owned by uid %d, not by uid %d, the user reading it", st.Uid, euid)
 	}
-	if perm := st.Mode & 0o777; perm&0o077 != 0 {
-		return fmt.Sprintf("has mode %04o: group and others must have no access (chmod %o)", perm, fix)
-	}
-	return ""
+	return fmt.Sprintf("has mode %04o: group and others must have no access (chmod %o)", perm, fix)
 }
