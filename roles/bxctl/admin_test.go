@@ -160,6 +160,8 @@ func TestApprove(t *testing.T) {
 		{wire.OutcomeAllowed{}, "approved 41: runs\n"},
 		{wire.OutcomeDenied{Reason: wire.TaintTooHigh}, "approved 41: denied (taint_too_high)\n"},
 		{wire.OutcomeDenied{Reason: wire.NoGrant}, "approved 41: denied (no_grant)\n"},
+		{wire.OutcomeDenied{Reason: wire.SecretUnavailable}, "approved 41: denied (secret_unavailable)\n" +
+			"the grant's secret cannot be read now; brokerd's log says which and why\nsee docs/runbook.md#secret-unavailable\n"},
 	} {
 		f := startFake(t, "", always(wire.ApproveResult{Outcome: tc.outcome}))
 		code, out, errs := run("approve", "41", "--admin-socket", f.path)
