@@ -1,7 +1,9 @@
 package policy
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 
 	"boxmaker/wire"
 )
@@ -19,6 +21,7 @@ type Allowed struct {
 	untrusted   bool
 	paths       []string
 	hosts       []string
+	secret      *SecretUse // nil when the grant names no secret
 }
 
 func newAllowed(d *decision) Allowed {
@@ -26,7 +29,7 @@ func newAllowed(d *decision) Allowed {
 	return Allowed{
 		req: d.req, state: d.state, args: d.args,
 		grantID: g.id, sha: g.sha, resultClass: g.g.ResultClass, untrusted: g.g.Untrusted,
-		paths: slices.Clone(d.m.paths), hosts: slices.Clone(d.m.hosts),
+		paths: slices.Clone(d.m.paths), hosts: slices.Clone(d.m.hosts), secret: secretUse(g.g),
 	}
 }
 
@@ -64,3 +67,70 @@ func (a Allowed) Paths() []string { return slices.Clone(a.paths) }
 // Hosts are the grant's host patterns, the only egress http_fetch gets.
 // Empty for every other tool.
 func (a Allowed) Hosts() []string { return slices.Clone(a.hosts) }
+
+// SecretUse is how one grant hands its secret to the tool; it never holds
+// the value, which the runner reads from brokerd's secrets directory at run
+// time (issue 15).
+type SecretUse struct {
+	Name   string   // the file name in brokerd's secrets directory
+	File   bool     // secret_deliver = "file" (shell); false: the header path (http_fetch)
+	Header string   // http_fetch: the header's name as written in the grant
+	Format string   // http_fetch: "{}" replaced by the value (default "{}")
+	Hosts  []string // http_fetch: secret_hosts, defaulting to the grant's hosts
+}
+
+// Secret is how the call gets the grant's secret; false when the grant
+// names none. The hosts are a copy.
+func (a Allowed) Secret() (SecretUse, bool) {
+	if a.secret == nil {
+		return SecretUse{}, false
+	}
+	u := *a.secret
+	u.Hosts = slices.Clone(u.Hosts)
+	return u, true
+}
+
+// secretUse is g's secret as the loading rules have checked it; nil when
+// g names none.
+func secretUse(g wire.Grant) *SecretUse {
+	if g.Secret == nil {
+		return nil
+	}
+	u := &SecretUse{Name: *g.Secret}
+	if g.SecretDeliver != nil {
+		u.File = *g.SecretDeliver == "file"
+		return u
+	}
+	if g.SecretHeader != nil {
+		u.Header = *g.SecretHeader
+	}
+	u.Format = DefaultSecretFormat
+	if g.SecretFormat != nil {
+		u.Format = *g.SecretFormat
+	}
+	u.Hosts = slices.Clone(g.SecretHosts)
+	if u.Hosts == nil {
+		u.Hosts = slices.Clone(g.Constraints.Hosts)
+	}
+	return u
+}
+
+// HeaderValue is the header's value for this use: Format with "{}"
+// replaced by value. A value holding a byte that cannot stand in a header
+// (a control character other than tab, or DEL) is refused, so a secret
+// file can never add a header line; the error names the secret and the
+// byte's position, never the value.
+func (u SecretUse) HeaderValue(value []byte) ([]byte, error) {
+	if u.File || u.Header == "" {
+		return nil, fmt.Errorf("policy: secret %q is not delivered in a header", u.Name)
+	}
+	for i, c := range value {
+		if c < 0x20 && c != '\t' || c == 0x7f {
+			return nil, fmt.Errorf("policy: secret %q cannot go in header %s: byte %d of its value is a control character\n%s",
+				u.Name, u.Header, i, RunbookSecretFileUnsafe)
+		}
+	}
+	before, after, _ := strings.Cut(u.Format, "{}")
+	out := make([]byte, 0, len(before)+len(value)+len(after))
+	return append(append(append(out, before...), value...), after...), nil
+}

@@ -24,11 +24,9 @@ func (p problem) forFile(name string) wire.GrantProblem {
 	return gp
 }
 
-// Problem texts the spec fixes (M3a §3, "Loading", rules 4 and 5).
-const (
-	msgSecret   = "secrets are not supported until M4"
-	msgPatterns = "patterns are not supported"
-)
+// The problem text the spec fixes (M3a §3, "Loading", rule 5). Rule 4's
+// "secrets are not supported until M4" is lifted by issue 15: checkSecret.
+const msgPatterns = "patterns are not supported"
 
 // checkFile applies the loading rules to one file and returns every problem
 // it finds, not only the first, so the owner can fix a file in one pass.
@@ -59,7 +57,11 @@ func checkStem(name string) []problem {
 func checkDecoded(name string, data []byte, g wire.Grant, ps []problem) (grant, []problem) {
 	ps = append(ps, checkGrant(data, g)...)
 	tool, _ := ParseTool(g.Tool)
-	return grant{id: strings.TrimSuffix(name, grantExt), sha: wire.Sha256(data), tool: tool, g: g}, ps
+	gr := grant{id: strings.TrimSuffix(name, grantExt), sha: wire.Sha256(data), tool: tool, g: g}
+	if g.Secret != nil {
+		gr.secretLine = keyLine(data, "secret")
+	}
+	return gr, ps
 }
 
 func decodeProblem(err error) problem {
@@ -85,9 +87,7 @@ func checkGrant(data []byte, g wire.Grant) []problem {
 	if !known { // rule 3
 		add(keyLine(data, "tool"), "tool", "%q is not one of read_file, write_file, shell, http_fetch", g.Tool)
 	}
-	if g.Secret != nil { // rule 4
-		add(keyLine(data, "secret"), "secret", msgSecret)
-	}
+	checkSecret(data, g, tool, known, add) // rule 4, as issue 15 has it
 	c := g.Constraints
 	if len(c.Patterns) > 0 { // rule 5
 		add(keyLine(data, "patterns"), "constraints.patterns", msgPatterns)

@@ -12,14 +12,17 @@ const RunbookGrantsInvalid = "see docs/runbook.md#grants-invalid"
 // deciding: the grant set is valid (grants_invalid), the state is valid
 // (state_unreadable), the tool is known (no_grant: no grant can name another
 // tool), the arguments parse and pass the form checks (invalid_arguments),
-// then matching. Only the grants directory itself is protected (rule 9);
-// brokerd decides through a GrantsDir given its full protected set.
+// then matching, then, for an auto or ask grant that names a secret, the
+// secret check (secret_unavailable; none here: see GrantsDir.SetSecretCheck).
+// Only the grants directory itself is protected (rule 9); brokerd decides
+// through a GrantsDir given its full protected set and its secrets.
 func Decide(grantsDir string, req wire.ToolRequest, st State, now wire.Timestamp) Decision {
 	return NewGrantsDir(grantsDir, nil).Decide(req, st, now)
 }
 
 // decideSet decides against a set already loaded; set is nil when invalid.
-func decideSet(set *GrantSet, problems []wire.GrantProblem, req wire.ToolRequest, st State, now wire.Timestamp) Decision {
+// secretCheck says whether a secret can be read now; nil checks nothing.
+func decideSet(set *GrantSet, problems []wire.GrantProblem, secretCheck func(string) error, req wire.ToolRequest, st State, now wire.Timestamp) Decision {
 	d := &decision{req: req, state: st}
 	deny := func(r wire.DenyReason) Decision {
 		d.outcome = wire.OutcomeDenied{Reason: r}
@@ -49,6 +52,14 @@ func decideSet(set *GrantSet, problems []wire.GrantProblem, req wire.ToolRequest
 		return deny(reason)
 	}
 	d.m = m
+	if name := m.g.g.Secret; name != nil && m.g.g.Mode != wire.Deny && secretCheck != nil {
+		// Before ask as well as auto: the owner must not be asked to
+		// approve a call that cannot run. A Redecide checks again.
+		if err := secretCheck(*name); err != nil {
+			d.secretErr = err
+			return deny(wire.SecretUnavailable)
+		}
+	}
 	switch m.g.g.Mode {
 	case wire.Auto:
 		d.outcome = wire.OutcomeAllowed{}

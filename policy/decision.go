@@ -21,8 +21,11 @@ type decision struct {
 	outcome  wire.DecisionRecord
 	argsErr  error
 	problems []wire.GrantProblem
-	args     Args
-	m        *match // the matched grant; nil for a denial without one
+	// secretErr is why the matched grant's secret cannot be read, for a
+	// secret_unavailable denial.
+	secretErr error
+	args      Args
+	m         *match // the matched grant; nil for a denial without one
 	// approved marks a re-decision made after the owner approved: ask and
 	// auto may then run.
 	approved bool
@@ -47,6 +50,7 @@ type GrantInfo struct {
 	ResultClass wire.DataClass
 	Untrusted   bool
 	Expires     *wire.Timestamp
+	Secret      string // the name of the grant's secret, "" when it names none
 }
 
 // Errors from Claim and Redecide.
@@ -129,13 +133,28 @@ func (d Decision) Problems() []wire.GrantProblem {
 	return ps
 }
 
-// Grant describes the matched grant: for allowed, ask and denied_by_grant.
+// SecretError says why the matched grant's secret cannot be read (the
+// secret check's error: it names the secret and the problem, never the
+// value), for brokerd to print; nil unless the reason is
+// secret_unavailable.
+func (d Decision) SecretError() error {
+	if d.d == nil {
+		return nil
+	}
+	return d.d.secretErr
+}
+
+// Grant describes the matched grant: for allowed, ask, denied_by_grant and
+// secret_unavailable.
 func (d Decision) Grant() (GrantInfo, bool) {
 	if d.d == nil || d.d.m == nil {
 		return GrantInfo{}, false
 	}
 	g := d.d.m.g
 	info := GrantInfo{ID: g.id, Sha256: g.sha, Mode: g.g.Mode, ResultClass: g.g.ResultClass, Untrusted: g.g.Untrusted}
+	if g.g.Secret != nil {
+		info.Secret = *g.g.Secret
+	}
 	if g.g.Expires != nil {
 		e := *g.g.Expires
 		info.Expires = &e

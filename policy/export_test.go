@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"os"
 	"slices"
 
 	"boxmaker/wire"
@@ -11,6 +12,11 @@ import (
 // protected, which may be nil), and then exactly as Decide does. The
 // property test uses it to run many more cases than it could write to disk.
 func DecideGrants(grants map[string]wire.Grant, protected *Protected, req wire.ToolRequest, st State, now wire.Timestamp) Decision {
+	return DecideGrantsWith(grants, protected, nil, req, st, now)
+}
+
+// DecideGrantsWith is DecideGrants with check as the secret check.
+func DecideGrantsWith(grants map[string]wire.Grant, protected *Protected, check func(string) error, req wire.ToolRequest, st State, now wire.Timestamp) Decision {
 	names := make([]string, 0, len(grants))
 	for id := range grants {
 		names = append(names, id)
@@ -21,7 +27,7 @@ func DecideGrants(grants map[string]wire.Grant, protected *Protected, req wire.T
 		g, ps := checkDecoded(name, nil, grants[names[i]], checkStem(name))
 		return name, g, append(ps, protected.problems(nil, g, nil)...)
 	})
-	return decideSet(set, problems, req, st, now)
+	return decideSet(set, problems, check, req, st, now)
 }
 
 // HoldReads makes every GrantsDir read call hold once it has its result,
@@ -44,3 +50,21 @@ func (g *GrantsDir) Remembered() []string {
 // Overlap is rule 9's comparison of two clean paths, without the file
 // system: "is", "contains", "lies inside" or "".
 func Overlap(g, p string) string { return overlap(g, p) }
+
+// PretendEUID makes the secrets rules take uid as the effective user's,
+// until the test's cleanup: files the test made then belong to another.
+func PretendEUID(t interface{ Cleanup(func()) }, uid int) {
+	geteuid = func() int { return uid }
+	t.Cleanup(func() { geteuid = os.Geteuid })
+}
+
+// FileProblems are the loading problems of one grant file named name
+// holding data, rule 9 aside.
+func FileProblems(name string, data []byte) []wire.GrantProblem {
+	_, ps := checkFile(grantFile{name: name, data: data})
+	out := make([]wire.GrantProblem, len(ps))
+	for i, p := range ps {
+		out[i] = p.forFile(name)
+	}
+	return out
+}

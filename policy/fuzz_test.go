@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"boxmaker/policy"
+	"boxmaker/wire"
 )
 
 // Each fuzz target checks policy's answer against the oracle's differently
@@ -160,4 +161,29 @@ func tokenMembers(raw string) ([]member, error) {
 		return nil, errors.New("data after the object")
 	}
 	return ms, nil
+}
+
+// FuzzGrantFile: for any grant file wire decodes, policy's loading rules
+// (rule 9 aside) accept it exactly when the oracle does; the secret rules
+// are the reason for this target, so the seeds are the secret table's.
+func FuzzGrantFile(f *testing.F) {
+	for _, seed := range []string{
+		fetchHead + "secret_header = \"Authorization\"\nsecret_format = \"Bearer {}\"\nsecret_hosts = [\"api.example.com\", \"*.a.example.com\"]\n" + wildHosts,
+		fetchHead + "secret_header = \"Host\"\nsecret_hosts = [\"*.api.example.com\"]\n" + apiHosts,
+		shellHead + "secret_deliver = \"file\"\n[constraints]\npaths = [\"/a\"]\n",
+		shellHead + "secret_deliver = \"env\"\nsecret_header = \"A\"\n",
+		"tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\nsecret_format = \"{}\"\n[constraints]\npaths = [\"/a\"]\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		g, err := wire.DecodeGrant(data)
+		if err != nil {
+			return
+		}
+		ps := policy.FileProblems("g.toml", data)
+		if want := oracleGrantValid("g", g); (len(ps) == 0) != want {
+			t.Fatalf("%q: problems %v, oracle valid %v", data, ps, want)
+		}
+	})
 }

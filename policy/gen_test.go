@@ -1,6 +1,7 @@
 package policy_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -37,10 +38,12 @@ func pick[T any](x *xorshift, xs []T) T { return xs[x.intn(len(xs))] }
 // oracle never has to parse JSON.
 type genCase struct {
 	grants map[string]wire.Grant
-	taint  wire.DataClass
-	tool   string
-	args   genArgs
-	now    wire.Timestamp
+	// unavailable are the secrets the secret check refuses.
+	unavailable map[string]bool
+	taint       wire.DataClass
+	tool        string
+	args        genArgs
+	now         wire.Timestamp
 	// protected are paths no grant may reach (rule 9), clean, for the
 	// oracle; given are the same as handed to policy, some written with a
 	// trailing slash, "." or "..", which must change nothing.
@@ -59,6 +62,14 @@ type genArgs struct {
 	members   []member
 	notObject string // when set, the whole arguments value instead of an object
 	trailing  string // after the object: whitespace (valid) or junk
+}
+
+// check is the case's secret check: it refuses the unavailable secrets.
+func (c genCase) check(name string) error {
+	if c.unavailable[name] {
+		return errors.New("unavailable: " + name)
+	}
+	return nil
 }
 
 func (a genArgs) json() string {
@@ -110,6 +121,13 @@ var (
 	genModes  = []wire.Mode{wire.Auto, wire.Ask, wire.Deny}
 	genClass  = []wire.DataClass{wire.Public, wire.Private, wire.Secret}
 	genOffset = []int64{-1000, -1, 0, 1, 1000}
+	// Secrets (issue 15): names, headers and formats, the bad ones last.
+	genSecretNames    = []string{"api-key", "deploy_key", "k", "a0"}
+	genBadSecretNames = []string{"API", "", "a.b", "../k", "a/b"}
+	genHeaders        = []string{"Authorization", "X-Api-Key", "cookie", "x-goog-api-key"}
+	genBadHeaders     = []string{"Host", "Proxy-Authorization", "TE", "content-length", "X Key", "", "A:"}
+	genFormats        = []string{"{}", "Bearer {}", "token={}&a=1", "Basic {} "}
+	genBadFormats     = []string{"Bearer", "{}{}", "a\r\n{}", "\u00e9{}", ""}
 )
 
 func (x *xorshift) path() string {
@@ -237,7 +255,70 @@ func (x *xorshift) grant() wire.Grant {
 	default:
 		c.Paths = x.list(1+x.intn(3), x.grantPath)
 	}
+	if (g.Tool == "shell" || g.Tool == "http_fetch") && x.oneIn(5) {
+		x.secret(&g)
+	}
+	if g.Secret == nil && x.oneIn(300) { // a secret_* key alone
+		v := "file"
+		*pick(x, []**string{&g.SecretHeader, &g.SecretFormat, &g.SecretDeliver}) = &v
+	}
 	return g
+}
+
+// secret gives g a secret, usually as the loading rules want it for its
+// tool, sometimes wrong in one way or more.
+func (x *xorshift) secret(g *wire.Grant) {
+	str := func(good, bad []string, badOne int) *string {
+		v := pick(x, good)
+		if x.oneIn(badOne) {
+			v = pick(x, bad)
+		}
+		return &v
+	}
+	g.Secret = str(genSecretNames, genBadSecretNames, 40)
+	if !x.oneIn(15) {
+		g.ResultClass = wire.Secret
+	}
+	switch g.Tool {
+	case "shell":
+		if !x.oneIn(15) {
+			g.SecretDeliver = str([]string{"file"}, []string{"env", "File", ""}, 15)
+		}
+		if x.oneIn(30) {
+			g.SecretHeader = str(genHeaders, genBadHeaders, 2)
+		}
+		if x.oneIn(30) {
+			g.SecretHosts = []string{"example.com"}
+		}
+	case "http_fetch":
+		if !x.oneIn(15) {
+			g.SecretHeader = str(genHeaders, genBadHeaders, 15)
+		}
+		if x.oneIn(2) {
+			g.SecretFormat = str(genFormats, genBadFormats, 15)
+		}
+		if x.oneIn(30) {
+			v := "file"
+			g.SecretDeliver = &v
+		}
+		if x.oneIn(2) {
+			// Some of the grant's hosts, what lies inside them, or (rarely)
+			// a host outside them or none at all.
+			g.SecretHosts = []string{}
+			for _, h := range g.Constraints.Hosts {
+				switch {
+				case x.oneIn(3):
+				case strings.HasPrefix(h, "*.") && x.oneIn(2):
+					g.SecretHosts = append(g.SecretHosts, pick(x, []string{"www", "*.b", "a.b"})+h[1:])
+				default:
+					g.SecretHosts = append(g.SecretHosts, h)
+				}
+			}
+			if x.oneIn(10) {
+				g.SecretHosts = append(g.SecretHosts, x.hostPattern())
+			}
+		}
+	}
 }
 
 // argsFor builds arguments for tool, usually well formed, sometimes broken
@@ -289,7 +370,10 @@ func (x *xorshift) argsFor(tool string, grants []wire.Grant) genArgs {
 }
 
 func (x *xorshift) genCase() genCase {
-	c := genCase{grants: map[string]wire.Grant{}, now: genNow, taint: pick(x, genClass)}
+	c := genCase{grants: map[string]wire.Grant{}, unavailable: map[string]bool{}, now: genNow, taint: pick(x, genClass)}
+	for _, name := range genSecretNames {
+		c.unavailable[name] = x.oneIn(3)
+	}
 	for range x.intn(7) {
 		id := pick(x, genIDs)
 		if x.oneIn(200) {
@@ -344,8 +428,16 @@ func tomlFile(g wire.Grant) string {
 	if g.Expires != nil {
 		fmt.Fprintf(&b, "expires = %s\n", tomlString(g.Expires.String()))
 	}
-	if g.Secret != nil {
-		fmt.Fprintf(&b, "secret = %s\n", tomlString(*g.Secret))
+	for _, k := range []struct {
+		key string
+		v   *string
+	}{{"secret", g.Secret}, {"secret_header", g.SecretHeader}, {"secret_format", g.SecretFormat}, {"secret_deliver", g.SecretDeliver}} {
+		if k.v != nil {
+			fmt.Fprintf(&b, "%s = %s\n", k.key, tomlString(*k.v))
+		}
+	}
+	if g.SecretHosts != nil {
+		fmt.Fprintf(&b, "secret_hosts = %s\n", tomlList(g.SecretHosts))
 	}
 	b.WriteString("\n[constraints]\n")
 	for _, l := range []struct {

@@ -1,10 +1,12 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"boxmaker/wire"
 )
@@ -27,6 +29,9 @@ import (
 type GrantsDir struct {
 	path    string
 	protect *Protected
+	// secretCheck says whether a secret can be read now (SetSecretCheck);
+	// nil, or a nil function, checks nothing.
+	secretCheck atomic.Pointer[func(name string) error]
 
 	mu   sync.Mutex
 	next *dirRead // the read that calls arriving now will share; nil if none waits
@@ -43,6 +48,15 @@ type dirRead struct {
 	set      *GrantSet
 	problems []wire.GrantProblem
 	err      error
+	// valid are the files without problems that name a secret, even when
+	// other files make the set invalid: Check reports their secrets too.
+	valid []validGrant
+}
+
+// validGrant is one file without problems, and its name.
+type validGrant struct {
+	file string
+	g    grant
 }
 
 // NewGrantsDir returns the grants directory at path, whose grants may reach
@@ -56,9 +70,88 @@ func NewGrantsDir(path string, protected *Protected) *GrantsDir {
 // Path is the directory's path.
 func (g *GrantsDir) Path() string { return g.path }
 
+// SetSecretCheck sets what a decision asks before it allows or asks for a
+// call under a grant that names a secret: check(name) returns nil when the
+// secret can be read now, or why not, and the call is then denied
+// secret_unavailable. nil (the default, and what the offline tools use)
+// checks nothing. Set it before the first decision; brokerd gives its
+// secrets store's Check.
+func (g *GrantsDir) SetSecretCheck(check func(name string) error) {
+	if check == nil {
+		g.secretCheck.Store(nil)
+		return
+	}
+	g.secretCheck.Store(&check)
+}
+
+// checker is the secret check, or nil.
+func (g *GrantsDir) checker() func(string) error {
+	if p := g.secretCheck.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // Load reads every *.toml file in the directory, as LoadGrants describes.
 // The result is shared with concurrent callers: it must not be changed.
 func (g *GrantsDir) Load() (*GrantSet, []wire.GrantProblem, error) {
+	r := g.load()
+	return r.set, r.problems, r.err
+}
+
+// Check is what `bxctl grants check` reports: the loading problems, and,
+// for every grant file without one whose auto or ask grant names a secret
+// the secret check refuses, one problem on the line of its secret key:
+// "secret: " and the check's reason, on one line. A deny grant's secret is
+// never needed and not checked. err is set only when the directory itself
+// cannot be read.
+func (g *GrantsDir) Check() ([]wire.GrantProblem, error) {
+	r := g.load()
+	if r.err != nil {
+		return nil, r.err
+	}
+	problems := slices.Clone(r.problems)
+	if check := g.checker(); check != nil {
+		for _, v := range r.valid {
+			if v.g.g.Secret == nil || v.g.g.Mode == wire.Deny {
+				continue
+			}
+			if err := check(*v.g.g.Secret); err != nil {
+				problems = append(problems, problem{v.g.secretLine, "secret: " + secretReason(err)}.forFile(v.file))
+			}
+		}
+	}
+	sortProblems(problems)
+	return problems, nil
+}
+
+// IsSecretProblem reports whether p is one Check adds for a secret that
+// cannot be read, not a loading problem: such a problem leaves the set
+// valid, and its text ends with its own runbook pointer.
+func IsSecretProblem(p wire.GrantProblem) bool {
+	if !strings.HasPrefix(p.Problem, "secret: ") {
+		return false
+	}
+	for _, see := range []string{RunbookSecretUnavailable, RunbookSecretFileUnsafe, RunbookSecretsDirUnsafe} {
+		if strings.HasSuffix(p.Problem, "; "+see) {
+			return true
+		}
+	}
+	return false
+}
+
+// secretReason is err on one line: for a *SecretError, the quoted name,
+// the problem and the runbook pointer.
+func secretReason(err error) string {
+	var se *SecretError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%q: %s; %s", se.Name, se.Problem, se.See)
+	}
+	return strings.ReplaceAll(err.Error(), "\n", "; ")
+}
+
+// load is Load's read, shared with the calls that wait for it.
+func (g *GrantsDir) load() *dirRead {
 	g.mu.Lock()
 	r := g.next
 	lead := r == nil
@@ -69,7 +162,7 @@ func (g *GrantsDir) Load() (*GrantSet, []wire.GrantProblem, error) {
 	g.mu.Unlock()
 	if !lead {
 		<-r.done
-		return r.set, r.problems, r.err
+		return r
 	}
 	// Wait for the read under way, if any; calls that arrive from now on
 	// wait for the read after this one, which starts after they came.
@@ -77,17 +170,17 @@ func (g *GrantsDir) Load() (*GrantSet, []wire.GrantProblem, error) {
 	g.mu.Lock()
 	g.next = nil
 	g.mu.Unlock()
-	r.set, r.problems, r.err = g.read()
+	r.set, r.problems, r.valid, r.err = g.read()
 	g.reading.Unlock()
 	close(r.done)
-	return r.set, r.problems, r.err
+	return r
 }
 
 // read reads the directory and every grant file in it; g.reading is held.
-func (g *GrantsDir) read() (*GrantSet, []wire.GrantProblem, error) {
+func (g *GrantsDir) read() (*GrantSet, []wire.GrantProblem, []validGrant, error) {
 	fd, err := openDir(g.path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("policy: cannot read the grants directory: %w", err)
+		return nil, nil, nil, fmt.Errorf("policy: cannot read the grants directory: %w", err)
 	}
 	defer closeFD(fd)
 	if g.buf == nil {
@@ -95,7 +188,7 @@ func (g *GrantsDir) read() (*GrantSet, []wire.GrantProblem, error) {
 	}
 	all, err := listDir(fd, g.path, g.buf)
 	if err != nil {
-		return nil, nil, fmt.Errorf("policy: cannot read the grants directory: %w", err)
+		return nil, nil, nil, fmt.Errorf("policy: cannot read the grants directory: %w", err)
 	}
 	var names []string
 	for _, name := range all {
@@ -108,6 +201,7 @@ func (g *GrantsDir) read() (*GrantSet, []wire.GrantProblem, error) {
 	files, g.scratch = checkAll(fd, g.path, names, g.last, g.scratch)
 	g.remember(names, files)
 	seen := map[string]lstatResult{}
+	var valid []validGrant
 	set, problems := collect(len(files), func(i int) (string, grant, []problem) {
 		ps := files[i].c.ps
 		// Rule 9 is checked at every read, never remembered: where a path
@@ -115,10 +209,13 @@ func (g *GrantsDir) read() (*GrantSet, []wire.GrantProblem, error) {
 		if more := g.protect.problems(files[i].data, files[i].c.g, seen); len(more) > 0 {
 			ps = append(slices.Clip(ps), more...)
 		}
+		if len(ps) == 0 && files[i].c.g.g.Secret != nil {
+			valid = append(valid, validGrant{names[i], files[i].c.g})
+		}
 		return names[i], files[i].c.g, ps
 	})
 	readDone()
-	return set, problems, nil
+	return set, problems, valid, nil
 }
 
 // readDone is called when a read has its result; tests hold reads there.
@@ -160,5 +257,5 @@ func (g *GrantsDir) Decide(req wire.ToolRequest, st State, now wire.Timestamp) D
 		// The directory itself is the problem; "." names it relative to itself.
 		problems = []wire.GrantProblem{{File: ".", Problem: err.Error()}}
 	}
-	return decideSet(set, problems, req, st, now)
+	return decideSet(set, problems, g.checker(), req, st, now)
 }

@@ -29,6 +29,9 @@ type grant struct {
 	sha  wire.Hash32
 	tool Tool
 	g    wire.Grant
+	// secretLine is the line of the secret key (0: unknown or none), where
+	// a secret that cannot be read is reported.
+	secretLine uint64
 }
 
 // Len is the number of grants in the set.
@@ -51,6 +54,15 @@ type grantFile struct {
 // Nothing is cached: each call reads the directory and every file again.
 func LoadGrants(dir string, protected *Protected) (*GrantSet, []wire.GrantProblem, error) {
 	return NewGrantsDir(dir, protected).Load()
+}
+
+// CheckGrants is GrantsDir.Check for dir, protected as LoadGrants has it,
+// with check as the secret check (nil: secrets are checked by name only,
+// by the loading rules). It is the offline `bxctl grants check`.
+func CheckGrants(dir string, protected *Protected, check func(name string) error) ([]wire.GrantProblem, error) {
+	g := NewGrantsDir(dir, protected)
+	g.SetSecretCheck(check)
+	return g.Check()
 }
 
 // checked is one file's grant, or its problems.

@@ -35,7 +35,7 @@ func TestLoadingRules(t *testing.T) {
 		{"2 empty stem", ".toml", head + "[constraints]\npaths = [\"/a\"]\n", 0, `the file stem "" is not a valid grant id`},
 		{"2 stem too long", strings.Repeat("a", 65) + ".toml", head + "[constraints]\npaths = [\"/a\"]\n", 0, "is not a valid grant id"},
 		{"3 unknown tool", "g.toml", "tool = \"exec\"\nmode = \"auto\"\nmax_taint = \"secret\"\n", 1, `tool: "exec" is not one of read_file, write_file, shell, http_fetch`},
-		{"4 secret", "g.toml", head + "secret = \"api-key\"\n[constraints]\npaths = [\"/a\"]\n", 4, "secrets are not supported until M4"},
+		{"4 secret on read_file", "g.toml", head + "result_class = \"secret\"\nsecret = \"api-key\"\n[constraints]\npaths = [\"/a\"]\n", 5, "secret: read_file cannot be given a secret; only shell and http_fetch can"},
 		{"5 patterns", "g.toml", head + "[constraints]\npaths = [\"/a\"]\npatterns = [\"*.md\"]\n", 6, "patterns are not supported"},
 		{"6 missing paths", "g.toml", head, 0, "constraints.paths: read_file requires at least one path"},
 		{"6 hosts on read_file", "g.toml", head + "[constraints]\npaths = [\"/a\"]\nhosts = [\"a.com\"]\n", 6, "constraints.hosts: read_file takes no hosts"},
@@ -110,7 +110,7 @@ func TestRule6Table(t *testing.T) {
 // TestAllProblemsSorted: every problem of every file, by file then line.
 func TestAllProblemsSorted(t *testing.T) {
 	dir := grantsDir(t, map[string]string{
-		"b.toml": "tool = \"exec\"\nmode = \"auto\"\nmax_taint = \"secret\"\nsecret = \"k\"\n",
+		"b.toml": "tool = \"exec\"\nmode = \"auto\"\nmax_taint = \"secret\"\nsecret = \"K\"\n",
 		"a.toml": head + "[constraints]\npaths = [\"x\"]\npatterns = [\"*\"]\n",
 		"c.toml": head + "[constraints]\npaths = [\"/ok\"]\n",
 		"B.toml": head + "[constraints]\npaths = [\"/ok\"]\n",
@@ -125,7 +125,7 @@ func TestAllProblemsSorted(t *testing.T) {
 		`a.toml:5: constraints.paths: "x" is not a valid absolute path: it is not absolute`,
 		`a.toml:6: constraints.patterns: patterns are not supported`,
 		`b.toml:1: tool: "exec" is not one of read_file, write_file, shell, http_fetch`,
-		`b.toml:4: secret: secrets are not supported until M4`,
+		`b.toml:4: secret: "K" is not a valid secret name (1 to 64 characters of [a-z0-9_-])`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

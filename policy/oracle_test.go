@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"boxmaker/policy"
 	"boxmaker/wire"
 )
 
@@ -20,6 +21,7 @@ type expect struct {
 	grant   string   // matched grant id, "" when none
 	paths   []string // for allowed: what the runner gets
 	hosts   []string
+	secret  *policy.SecretUse // for allowed: the grant's secret, nil when none
 }
 
 var (
@@ -110,7 +112,7 @@ func oracleRuleOK(rule string, n int) bool {
 
 func oracleGrantValid(id string, g wire.Grant) bool {
 	rules, known := oracleRule6[g.Tool]
-	if !reID.MatchString(id) || !known || g.Secret != nil || len(g.Constraints.Patterns) > 0 {
+	if !reID.MatchString(id) || !known || !oracleSecretValid(g) || len(g.Constraints.Patterns) > 0 {
 		return false
 	}
 	if !oracleRuleOK(rules[0], len(g.Constraints.Paths)) || !oracleRuleOK(rules[1], len(g.Constraints.Hosts)) {
@@ -127,6 +129,82 @@ func oracleGrantValid(id string, g wire.Grant) bool {
 		}
 	}
 	return true
+}
+
+var (
+	reSecretName = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
+	reToken      = regexp.MustCompile("^[-!#$%&'*+.^_`|~0-9A-Za-z]+$")
+	reTransport  = regexp.MustCompile(`^(host|content-length|transfer-encoding|connection|upgrade|te|trailer|keep-alive|expect|http2-settings|proxy-.*)$`)
+	rePrintable  = regexp.MustCompile(`^[ -~]*$`)
+)
+
+// oracleSecretValid is rule 4 as issue 15 has it: the secret_* keys only
+// with a secret; a secret only for shell (delivered as a file) and
+// http_fetch (in a header, to hosts its hosts cover), always with
+// result_class secret.
+func oracleSecretValid(g wire.Grant) bool {
+	if g.Secret == nil {
+		return g.SecretHeader == nil && g.SecretFormat == nil && g.SecretHosts == nil && g.SecretDeliver == nil
+	}
+	if !reSecretName.MatchString(*g.Secret) || g.ResultClass != wire.Secret {
+		return false
+	}
+	switch g.Tool {
+	case "shell":
+		return g.SecretHeader == nil && g.SecretFormat == nil && g.SecretHosts == nil && g.SecretDeliver != nil && *g.SecretDeliver == "file"
+	case "http_fetch":
+		if g.SecretDeliver != nil || g.SecretHeader == nil || !reToken.MatchString(*g.SecretHeader) ||
+			reTransport.MatchString(strings.ToLower(*g.SecretHeader)) {
+			return false
+		}
+		if f := g.SecretFormat; f != nil && (strings.Count(*f, "{}") != 1 || !rePrintable.MatchString(*f)) {
+			return false
+		}
+		if g.SecretHosts != nil && len(g.SecretHosts) == 0 {
+			return false
+		}
+		for _, p := range g.SecretHosts {
+			if !oraclePattern(p) || !oracleCovered(g.Constraints.Hosts, p) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// oracleCovered: every host p matches, one of hosts matches too.
+func oracleCovered(hosts []string, p string) bool {
+	for _, q := range hosts {
+		wild := strings.HasPrefix(q, "*.")
+		switch {
+		case strings.HasPrefix(p, "*."):
+			if wild && strings.HasSuffix(p[1:], q[1:]) {
+				return true
+			}
+		case q == p, wild && strings.HasSuffix(p, q[1:]):
+			return true
+		}
+	}
+	return false
+}
+
+// oracleSecretUse is what the runner must be given for g's secret.
+func oracleSecretUse(g wire.Grant) *policy.SecretUse {
+	if g.Secret == nil {
+		return nil
+	}
+	if g.Tool == "shell" {
+		return &policy.SecretUse{Name: *g.Secret, File: true}
+	}
+	u := &policy.SecretUse{Name: *g.Secret, Header: *g.SecretHeader, Format: "{}", Hosts: g.SecretHosts}
+	if g.SecretFormat != nil {
+		u.Format = *g.SecretFormat
+	}
+	if u.Hosts == nil {
+		u.Hosts = g.Constraints.Hosts
+	}
+	return u
 }
 
 var oracleSchema = map[string]map[string]bool{ // tool: member: required
@@ -207,6 +285,7 @@ func oracleWith(c genCase, protected []string) expect {
 		id   string
 		mode wire.Mode
 		e    expect
+		g    wire.Grant
 	}
 	var live []alive
 	onlyExpired, onlyTainted := false, false
@@ -224,7 +303,7 @@ func oracleWith(c genCase, protected []string) expect {
 			onlyTainted = true
 		}
 		if !expired && !tainted && covered {
-			live = append(live, alive{id, g.Mode, e})
+			live = append(live, alive{id, g.Mode, e, g})
 		}
 	}
 	sort.Slice(live, func(i, j int) bool {
@@ -238,6 +317,11 @@ func oracleWith(c genCase, protected []string) expect {
 		e := live[0].e
 		e.grant = live[0].id
 		e.outcome = modeOutcome[live[0].mode]
+		g := live[0].g
+		if g.Secret != nil && g.Mode != wire.Deny && c.unavailable[*g.Secret] {
+			return expect{outcome: "secret_unavailable", grant: live[0].id}
+		}
+		e.secret = oracleSecretUse(g)
 		return e
 	case onlyExpired:
 		return expect{outcome: "grant_expired"}

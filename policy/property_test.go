@@ -46,8 +46,11 @@ func TestPropertyInMemory(t *testing.T) {
 				for i := range *casesFlag / shards {
 					c := x.genCase()
 					req := request(c.tool, c.args.json())
-					d := policy.DecideGrants(c.grants, protectedSet(t, c.given), req, policy.State{Taint: c.taint}, c.now)
+					d := policy.DecideGrantsWith(c.grants, protectedSet(t, c.given), c.check, req, policy.State{Taint: c.taint}, c.now)
 					local[outcomeName(d)]++
+					if want := oracleWith(c, c.protected); want.outcome == "allowed" && want.secret != nil {
+						local["allowed with a secret"]++
+					}
 					if !agree(t, c, c.protected, d) {
 						t.Fatalf("shard %d case %d disagrees; rerun with -policy.seed=%d", shard, i, seed)
 					}
@@ -63,7 +66,7 @@ func TestPropertyInMemory(t *testing.T) {
 	t.Logf("seed %d: %v", seed, counts)
 	// The generator must reach every outcome, or the test proves little.
 	for _, o := range []string{"allowed", "ask", "denied_by_grant", "no_grant", "grant_expired",
-		"taint_too_high", "invalid_arguments", "grants_invalid", "state_unreadable"} {
+		"taint_too_high", "invalid_arguments", "grants_invalid", "state_unreadable", "secret_unavailable", "allowed with a secret"} {
 		if counts[o] == 0 && *casesFlag >= 100_000 {
 			t.Errorf("no case ended %s; seed %d", o, seed)
 		}
@@ -92,6 +95,7 @@ func TestPropertyOnDisk(t *testing.T) {
 				// The grants directory is protected too: a grant of "/"
 				// contains it.
 				g := policy.NewGrantsDir(dir, protectedSet(t, c.given))
+				g.SetSecretCheck(c.check)
 				d := g.Decide(request(c.tool, c.args.json()), policy.State{Taint: c.taint}, c.now)
 				if !agree(t, c, append(c.protected, dir), d) {
 					t.Fatalf("shard %d case %d disagrees; rerun with -policy.seed=%d", shard, i, seed)
@@ -127,10 +131,14 @@ func agree(t *testing.T, c genCase, protected []string, d policy.Decision) bool 
 			return false
 		}
 		got.paths, got.hosts = a.Paths(), a.Hosts()
+		if u, ok := a.Secret(); ok {
+			got.secret = &u
+		}
 	} else {
-		want.paths, want.hosts = nil, nil
+		want.paths, want.hosts, want.secret = nil, nil, nil
 	}
-	if got.outcome == want.outcome && got.grant == want.grant && sameList(got.paths, want.paths) && sameList(got.hosts, want.hosts) {
+	if got.outcome == want.outcome && got.grant == want.grant && sameList(got.paths, want.paths) && sameList(got.hosts, want.hosts) &&
+		sameSecret(got.secret, want.secret) {
 		return true
 	}
 	t.Errorf("policy %+v, oracle %+v\ntool %q args %s taint %v protected %q\ngrants:", got, want, c.tool, c.args.json(), c.taint, protected)
@@ -140,6 +148,13 @@ func agree(t *testing.T, c genCase, protected []string, d policy.Decision) bool 
 	return false
 }
 
+func sameSecret(a, b *policy.SecretUse) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Name == b.Name && a.File == b.File && a.Header == b.Header && a.Format == b.Format && sameList(a.Hosts, b.Hosts)
+}
+
 func sameList(a, b []string) bool { return len(a) == 0 && len(b) == 0 || reflect.DeepEqual(a, b) }
 
 func describe(g wire.Grant) string {
@@ -147,8 +162,24 @@ func describe(g wire.Grant) string {
 	if g.Expires != nil {
 		exp = g.Expires.String()
 	}
-	return g.Tool + " " + g.Mode.String() + " max " + g.MaxTaint.String() + " expires " + exp +
-		" paths " + quoteList(g.Constraints.Paths) + " hosts " + quoteList(g.Constraints.Hosts)
+	return g.Tool + " " + g.Mode.String() + " max " + g.MaxTaint.String() + " result " + g.ResultClass.String() + " expires " + exp +
+		" paths " + quoteList(g.Constraints.Paths) + " hosts " + quoteList(g.Constraints.Hosts) + describeSecret(g)
+}
+
+func describeSecret(g wire.Grant) string {
+	s := ""
+	for _, k := range []struct {
+		key string
+		v   *string
+	}{{"secret", g.Secret}, {"header", g.SecretHeader}, {"format", g.SecretFormat}, {"deliver", g.SecretDeliver}} {
+		if k.v != nil {
+			s += " " + k.key + " " + tomlString(*k.v)
+		}
+	}
+	if g.SecretHosts != nil {
+		s += " secret_hosts " + tomlList(g.SecretHosts)
+	}
+	return s
 }
 
 func quoteList(l []string) string { return reflect.ValueOf(l).String() + " " + tomlList(l) }

@@ -32,7 +32,8 @@ type OK struct{}
 // CheckGrants asks brokerd to load the grant files and report problems.
 type CheckGrants struct{}
 
-// GrantsReport answers CheckGrants; Problems is empty when the set is valid.
+// GrantsReport answers CheckGrants; Problems is empty when the set is valid
+// and every secret a grant names can be read.
 type GrantsReport struct {
 	Problems []GrantProblem `json:"problems"`
 }
@@ -50,7 +51,8 @@ type PendingApproval struct {
 	Expires   Timestamp `json:"expires"`
 }
 
-// GrantProblem is one reason a grant file is invalid.
+// GrantProblem is one reason a grant file is invalid or, in a GrantsReport,
+// that a grant names a secret brokerd cannot read (issue 15).
 type GrantProblem struct {
 	File    string  `json:"file"`
 	Line    *uint64 `json:"line"`

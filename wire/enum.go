@@ -83,11 +83,15 @@ const (
 	AuditUnavailable
 	InvalidArguments
 	StateUnreadable
+	// SecretUnavailable: the matched grant names a secret brokerd cannot
+	// read (issue 15). Appended last: the values above keep their numbers.
+	SecretUnavailable
 )
 
 var denyReasonNames = enumNames[DenyReason]{"deny reason", []string{"",
 	"no_grant", "grant_expired", "taint_too_high", "denied_by_grant", "approval_refused",
-	"approval_expired", "grants_invalid", "audit_unavailable", "invalid_arguments", "state_unreadable"}}
+	"approval_expired", "grants_invalid", "audit_unavailable", "invalid_arguments", "state_unreadable",
+	"secret_unavailable"}}
 
 // AllDenyReasons lists every reason, in declaration order.
 func AllDenyReasons() []DenyReason {

@@ -137,6 +137,9 @@ func FuzzGrant(f *testing.F) {
 	seedFrom(f, rejectDir, "grant-")
 	f.Add([]byte("tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\nresult_class = \"public\"\nuntrusted = false\nexpires = \"2027-01-01T00:00:00.000Z\"\n[constraints]\npaths = [\"/home/kyle/notes\"]\n"))
 	f.Add([]byte("tool = \"http_fetch\"\nmode = \"ask\"\nmax_taint = \"private\"\nconstraints = { hosts = [\"*.example.com\"] }\n"))
+	f.Add([]byte("tool = \"http_fetch\"\nmode = \"auto\"\nmax_taint = \"secret\"\nresult_class = \"secret\"\nsecret = \"api-key\"\n" +
+		"secret_header = \"Authorization\"\nsecret_format = \"Bearer {}\"\nsecret_hosts = [\"api.example.com\"]\n[constraints]\nhosts = [\"*.example.com\"]\n"))
+	f.Add([]byte("tool = \"shell\"\nmode = \"ask\"\nmax_taint = \"secret\"\nresult_class = \"secret\"\nsecret = \"deploy_key\"\nsecret_deliver = \"file\"\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		g, err := DecodeGrant(in)
 		if err != nil {
@@ -162,7 +165,7 @@ func FuzzGrant(f *testing.F) {
 
 // normalise treats an absent list and an empty one as the same.
 func normalise(g Grant) Grant {
-	for _, l := range []*[]string{&g.Constraints.Paths, &g.Constraints.Hosts, &g.Constraints.Patterns} {
+	for _, l := range []*[]string{&g.Constraints.Paths, &g.Constraints.Hosts, &g.Constraints.Patterns, &g.SecretHosts} {
 		if len(*l) == 0 {
 			*l = nil
 		}

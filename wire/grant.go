@@ -13,14 +13,20 @@ import (
 // Grant is one grant file, grants/<id>.toml; its id is the file stem. Only the
 // form is checked here; what a grant allows is policy's business.
 type Grant struct {
-	Tool        string      `toml:"tool"`
-	Mode        Mode        `toml:"mode"`
-	MaxTaint    DataClass   `toml:"max_taint"`
-	ResultClass DataClass   `toml:"result_class"` // default private
-	Untrusted   bool        `toml:"untrusted"`    // default true
-	Expires     *Timestamp  `toml:"expires"`      // absent: no expiry
-	Secret      *string     `toml:"secret"`       // name of one secret to inject
-	Constraints Constraints `toml:"constraints"`  // default empty
+	Tool        string     `toml:"tool"`
+	Mode        Mode       `toml:"mode"`
+	MaxTaint    DataClass  `toml:"max_taint"`
+	ResultClass DataClass  `toml:"result_class"` // default private
+	Untrusted   bool       `toml:"untrusted"`    // default true
+	Expires     *Timestamp `toml:"expires"`      // absent: no expiry
+	Secret      *string    `toml:"secret"`       // name of one secret to inject
+	// How the secret reaches the tool (issue 15); each is nil when absent.
+	// policy's loading rules say which go with which tool.
+	SecretHeader  *string     `toml:"secret_header"`          // http_fetch: the header the value goes in
+	SecretFormat  *string     `toml:"secret_format"`          // http_fetch: the header's value, "{}" standing for the secret
+	SecretHosts   []string    `toml:"secret_hosts,omitempty"` // http_fetch: the hosts the value may go to; nil when absent
+	SecretDeliver *string     `toml:"secret_deliver"`         // shell: "file"
+	Constraints   Constraints `toml:"constraints"`            // default empty
 }
 
 // Constraints narrow what a grant covers.
@@ -51,7 +57,11 @@ func (e *GrantError) Error() string {
 }
 
 var (
-	grantKeys       = []string{"tool", "mode", "max_taint", "result_class", "untrusted", "expires", "secret", "constraints"}
+	grantKeys = []string{"tool", "mode", "max_taint", "result_class", "untrusted", "expires", "secret",
+		"secret_header", "secret_format", "secret_hosts", "secret_deliver", "constraints"}
+	// stringKeys hold a string each; the struct holds enums and
+	// timestamps for some of them, which go-toml would fill from an integer.
+	stringKeys      = []string{"tool", "mode", "max_taint", "result_class", "expires", "secret", "secret_header", "secret_format", "secret_deliver"}
 	requiredKeys    = []string{"tool", "mode", "max_taint"}
 	constraintsKeys = []string{"paths", "hosts", "patterns"}
 )
@@ -117,9 +127,15 @@ func grantFrom(data []byte, doc map[string]any) (Grant, error) {
 		}
 		g.Expires = &ts
 	}
-	if v, ok := doc["secret"].(string); ok {
-		g.Secret = &v
+	for _, k := range []struct {
+		key string
+		dst **string
+	}{{"secret", &g.Secret}, {"secret_header", &g.SecretHeader}, {"secret_format", &g.SecretFormat}, {"secret_deliver", &g.SecretDeliver}} {
+		if v, ok := doc[k.key].(string); ok {
+			*k.dst = &v
+		}
 	}
+	g.SecretHosts = stringList(doc["secret_hosts"])
 	if v, ok := doc["untrusted"].(bool); ok {
 		g.Untrusted = v
 	}
@@ -160,7 +176,7 @@ func checkKeys(data []byte, table map[string]any, prefix string, allowed []strin
 // checkTypes requires strings where the struct holds enums and timestamps:
 // go-toml would otherwise store a TOML integer straight into a Mode.
 func checkTypes(data []byte, doc map[string]any) error {
-	for _, k := range []string{"tool", "mode", "max_taint", "result_class", "expires", "secret"} {
+	for _, k := range stringKeys {
 		if v, ok := doc[k]; ok {
 			if _, ok := v.(string); !ok {
 				return &GrantError{Line: GrantKeyLine(data, k), Field: k, Problem: "must be a string"}
@@ -172,25 +188,30 @@ func checkTypes(data []byte, doc map[string]any) error {
 			return &GrantError{Line: GrantKeyLine(data, "untrusted"), Field: "untrusted", Problem: "must be true or false"}
 		}
 	}
+	if v, ok := doc["secret_hosts"]; ok && !isStringList(v) {
+		return &GrantError{Line: GrantKeyLine(data, "secret_hosts"), Field: "secret_hosts", Problem: "must be a list of strings"}
+	}
 	table, _ := doc["constraints"].(map[string]any)
 	for _, k := range constraintsKeys {
-		v, ok := table[k]
-		if !ok {
-			continue
-		}
-		list, ok := v.([]any)
-		if ok {
-			for _, item := range list {
-				if _, isString := item.(string); !isString {
-					ok = false
-				}
-			}
-		}
-		if !ok {
+		if v, ok := table[k]; ok && !isStringList(v) {
 			return &GrantError{Line: GrantKeyLine(data, k), Field: "constraints." + k, Problem: "must be a list of strings"}
 		}
 	}
 	return nil
+}
+
+// isStringList reports whether a decoded TOML value is an array of strings.
+func isStringList(v any) bool {
+	list, ok := v.([]any)
+	if !ok {
+		return false
+	}
+	for _, item := range list {
+		if _, isString := item.(string); !isString {
+			return false
+		}
+	}
+	return true
 }
 
 func contains(list []string, s string) bool {

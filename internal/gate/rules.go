@@ -26,7 +26,7 @@ var importRules = []rule{
 	{"wire", nil,
 		"wire holds the shared types and codec that every role links; it must bring nothing of ours with it"},
 	{"policy", []string{"wire"},
-		"grant loading and decisions work on wire's types only; no I/O beyond reading grant files, no roles"},
+		"grant loading and decisions work on wire's types only; no I/O beyond reading grant files and the secrets directory's files (issue 15: one checker for brokerd and bxctl), no roles"},
 	{"audit", []string{"wire"},
 		"the chain verifier and writer work on wire's records only; brokerd and bxctl both link it"},
 	{"runbook", nil,

@@ -49,7 +49,9 @@ func startBench(b *testing.B, grants map[string]string, opts ...func(*serve.Opti
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { os.RemoveAll(dir) })
-	cfg, err := config.Parse("brokerd.toml", []byte("[paths]\nhome = \""+dir+"\"\ngrants = \""+filepath.Join(dir, "grants")+"\"\n"), nil)
+	// The secrets directory under the temporary one, never the machine's.
+	cfg, err := config.Parse("brokerd.toml", []byte("[paths]\nhome = \""+dir+"\"\ngrants = \""+filepath.Join(dir, "grants")+
+		"\"\nsecrets = \""+filepath.Join(dir, "secrets")+"\"\n"), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

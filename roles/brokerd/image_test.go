@@ -13,11 +13,11 @@ import (
 // is asked anything.
 func TestImageBuildChecksTheWholeConfig(t *testing.T) {
 	for name, tc := range map[string]struct{ extra, want string }{
-		"case variant in [podman]": {"[podman]\nImage = \"x\"\n", `:5: unknown key "podman.Image"`},
-		"unknown section":          {"[podmen]\nsocket = \"x\"\n", `:4: unknown key "podmen"`},
+		"case variant in [podman]": {"[podman]\nImage = \"x\"\n", `:6: unknown key "podman.Image"`},
+		"unknown section":          {"[podmen]\nsocket = \"x\"\n", `:5: unknown key "podmen"`},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, config := home(t)
+			_, config := home(t) // [paths] on lines 1 to 4
 			f, err := os.OpenFile(config, os.O_APPEND|os.O_WRONLY, 0)
 			if err != nil {
 				t.Fatal(err)

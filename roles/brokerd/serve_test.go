@@ -16,7 +16,8 @@ import (
 )
 
 // home makes a short temporary home and a brokerd.toml for it; socket
-// paths are limited to 107 bytes.
+// paths are limited to 107 bytes. The secrets directory is <home>/secrets,
+// not made: brokerd starts without one.
 func home(t *testing.T) (dir, config string) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "bd")
@@ -25,7 +26,7 @@ func home(t *testing.T) (dir, config string) {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	config = filepath.Join(dir, "brokerd.toml")
-	text := "[paths]\nhome = \"" + dir + "\"\ngrants = \"" + filepath.Join(dir, "grants") + "\"\n"
+	text := "[paths]\nhome = \"" + dir + "\"\ngrants = \"" + filepath.Join(dir, "grants") + "\"\nsecrets = \"" + filepath.Join(dir, "secrets") + "\"\n"
 	if err := os.WriteFile(config, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -66,6 +67,29 @@ func TestServeConfigErrors(t *testing.T) {
 	code, _, errs = runServe("--config", filepath.Join(dir, "absent.toml"))
 	if code != 1 || !strings.Contains(errs, "no such file") {
 		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestServeSecretsDirUnsafe: a secrets directory others can read refuses
+// the start, with its reason and runbook line, before the audit log is
+// touched.
+func TestServeSecretsDirUnsafe(t *testing.T) {
+	dir, config := home(t)
+	secrets := filepath.Join(dir, "secrets")
+	if err := os.Mkdir(secrets, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(secrets, 0o755); err != nil { // whatever the umask
+		t.Fatal(err)
+	}
+	code, _, errs := runServe("--config", config)
+	want := "brokerd serve: the secrets directory " + secrets + " has mode 0755: group and others must have no access (chmod 700)\n" +
+		"see docs/runbook.md#secrets-dir-unsafe\n"
+	if code != 1 || errs != want {
+		t.Fatalf("exit %d, stderr %q; want 1, %q", code, errs, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "audit")); !os.IsNotExist(err) {
+		t.Errorf("the audit directory was made before the refusal: %v", err)
 	}
 }
 

@@ -160,6 +160,8 @@ func TestApprove(t *testing.T) {
 		{wire.OutcomeAllowed{}, "approved 41: runs\n"},
 		{wire.OutcomeDenied{Reason: wire.TaintTooHigh}, "approved 41: denied (taint_too_high)\n"},
 		{wire.OutcomeDenied{Reason: wire.NoGrant}, "approved 41: denied (no_grant)\n"},
+		{wire.OutcomeDenied{Reason: wire.SecretUnavailable}, "approved 41: denied (secret_unavailable)\n" +
+			"the grant's secret cannot be read now; brokerd's log says which and why\nsee docs/runbook.md#secret-unavailable\n"},
 	} {
 		f := startFake(t, "", always(wire.ApproveResult{Outcome: tc.outcome}))
 		code, out, errs := run("approve", "41", "--admin-socket", f.path)
@@ -262,11 +264,11 @@ func TestGrantsCheckOverTheSocket(t *testing.T) {
 	line := uint64(4)
 	problems := []wire.GrantProblem{
 		{File: "Bad.toml", Problem: "the file stem \"Bad\" is not a valid grant id (1 to 64 characters of [a-z0-9-])"},
-		{File: "a.toml", Line: &line, Problem: "secret: secrets are not supported until M4"},
+		{File: "a.toml", Line: &line, Problem: "secret: read_file cannot be given a secret; only shell and http_fetch can"},
 	}
 	f := startFake(t, "", always(wire.GrantsReport{Problems: problems}))
 	want := "Bad.toml: the file stem \"Bad\" is not a valid grant id (1 to 64 characters of [a-z0-9-])\n" +
-		"a.toml:4: secret: secrets are not supported until M4\n" +
+		"a.toml:4: secret: read_file cannot be given a secret; only shell and http_fetch can\n" +
 		"see docs/runbook.md#grants-invalid\n"
 	if code, out, errs := run("grants", "check", "--admin-socket", f.path); code != 1 || out != want || errs != "" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)

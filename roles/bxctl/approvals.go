@@ -116,6 +116,11 @@ func (c *approveCmd) Run(e *env) error {
 	case wire.ApproveResult:
 		if d, denied := m.Outcome.(wire.OutcomeDenied); denied {
 			fmt.Fprintf(e.stdout, "approved %d: denied (%s)\n", c.ID, d.Reason)
+			if d.Reason == wire.SecretUnavailable {
+				// The secret went between the ask and the answer; brokerd's
+				// log names it and says why.
+				fmt.Fprintf(e.stdout, "the grant's secret cannot be read now; brokerd's log says which and why\n%s\n", runbook.See("secret-unavailable"))
+			}
 		} else {
 			fmt.Fprintf(e.stdout, "approved %d: runs\n", c.ID)
 		}

@@ -1,6 +1,7 @@
 package bxctl
 
 import (
+	"errors"
 	"fmt"
 
 	"boxmaker/policy"
@@ -11,7 +12,11 @@ import (
 // grants check asks the running brokerd to load its grants (check_grants on
 // admin.sock), or, with --grants, reads a directory itself with the parser
 // brokerd uses (package policy), needing no daemon. Either way it prints
-// exactly what brokerd would refuse, in the same form.
+// exactly what brokerd would refuse, in the same form: the loading
+// problems and, for each grant whose secret cannot be read, why. Offline,
+// secrets are checked only with --secrets, by policy's checker, the one
+// brokerd's store uses; the rules are about the user reading (the owner of
+// the directory and the files), so run it as brokerd's user.
 
 type grantsCmd struct {
 	Check grantsCheckCmd `cmd:"" help:"Check every grant file; print each problem as <file>:<line>: <problem>, or grants: ok."`
@@ -21,6 +26,7 @@ type grantsCheckCmd struct {
 	Grants      string   `placeholder:"DIR" help:"Read this grants directory directly instead of asking brokerd."`
 	Home        string   `placeholder:"PATH" help:"With --grants: BOXMAKER_HOME, which no grant may reach (default: $BOXMAKER_HOME, else /var/lib/boxmaker)."`
 	Protect     []string `placeholder:"PATH" help:"With --grants: one more path no grant may reach, such as brokerd.toml or a socket directory kept elsewhere (repeatable)."`
+	Secrets     string   `placeholder:"DIR" help:"With --grants: brokerd's secrets directory; check that every secret a grant names can be read there, as brokerd would (run as brokerd's user). Without it, secret names are checked but not their files."`
 	AdminSocket string   `placeholder:"PATH" help:"brokerd's admin socket, asked when --grants is not given (default: $BOXMAKER_HOME/run/owner-broker/admin.sock)."`
 }
 
@@ -40,13 +46,33 @@ func (c *grantsCheckCmd) Run(e *env) error {
 			fmt.Fprintf(e.stderr, "%s: %v\n", cmd, err)
 			return exitCode(1)
 		}
-		_, ps, err := policy.LoadGrants(c.Grants, protected)
+		var check func(string) error
+		if c.Secrets != "" {
+			// What brokerd's start refuses, this refuses: its error ends
+			// with the runbook line.
+			if _, err := policy.CheckSecretsDir(c.Secrets); err != nil {
+				problem, see := err.Error(), runbook.See("secrets-dir-unsafe")
+				var se *policy.SecretError
+				if errors.As(err, &se) {
+					problem, see = se.Problem, se.See
+				}
+				fmt.Fprintf(e.stderr, "%s: %s\n%s\n", cmd, wire.Printable(problem), see)
+				return exitCode(1)
+			}
+			dir := c.Secrets
+			check = func(name string) error { return policy.CheckSecret(dir, name) }
+		}
+		ps, err := policy.CheckGrants(c.Grants, protected, check)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "%s: %s: %v\n%s\n", cmd, c.Grants, err, runbook.See("grants-invalid"))
 			return exitCode(1)
 		}
 		problems = ps
 	} else {
+		if c.Secrets != "" {
+			fmt.Fprintf(e.stderr, "%s: --secrets goes with --grants; without it brokerd checks its own secrets directory\n", cmd)
+			return exitCode(usageError)
+		}
 		msg, err := ask(e, cmd, adminSocket(c.AdminSocket), wire.CheckGrants{})
 		if err != nil {
 			return err
@@ -61,9 +87,16 @@ func (c *grantsCheckCmd) Run(e *env) error {
 		fmt.Fprintln(e.stdout, "grants: ok")
 		return nil
 	}
+	// A secret that cannot be read leaves the grants valid (only calls
+	// under its grant are denied) and its line carries its own runbook
+	// pointer; any other problem invalidates the whole set.
+	invalid := false
 	for _, p := range problems {
 		fmt.Fprintln(e.stdout, policy.FormatProblem(p))
+		invalid = invalid || !policy.IsSecretProblem(p)
 	}
-	fmt.Fprintln(e.stdout, runbook.See("grants-invalid"))
+	if invalid {
+		fmt.Fprintln(e.stdout, runbook.See("grants-invalid"))
+	}
 	return exitCode(1)
 }

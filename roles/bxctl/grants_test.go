@@ -41,7 +41,7 @@ func TestGrantsCheckProblems(t *testing.T) {
 		}
 	}
 	want := "Bad.toml: the file stem \"Bad\" is not a valid grant id (1 to 64 characters of [a-z0-9-])\n" +
-		"a.toml:4: secret: secrets are not supported until M4\n" +
+		"a.toml:4: secret: read_file cannot be given a secret; only shell and http_fetch can\n" +
 		"see docs/runbook.md#grants-invalid\n"
 	if code, out, errs := runGrantsCheck(t, dir); code != 1 || out != want || errs != "" {
 		t.Errorf("exit %d, stdout %q, stderr %q; want 1 and %q", code, out, errs, want)

@@ -68,10 +68,12 @@ func wait(ctx context.Context, id uint64, out <-chan wire.DecisionRecord, err er
 }
 
 // checkGrants loads the grants as a decision would, through the same
-// GrantsDir. A directory that cannot be read is reported as Decide reports
-// it, as a problem of ".".
+// GrantsDir, and adds a problem for every grant whose secret the
+// GrantsDir's secret check (brokerd's secrets store) refuses now
+// (GrantsDir.Check). A directory that cannot be read is reported as Decide
+// reports it, as a problem of ".".
 func checkGrants(g *policy.GrantsDir) []wire.GrantProblem {
-	_, problems, err := g.Load()
+	problems, err := g.Check()
 	if err != nil {
 		return []wire.GrantProblem{{File: ".", Problem: err.Error()}}
 	}

@@ -67,7 +67,7 @@ type Broker struct {
 	// Log prints lines for the owner, together (brokerd's stderr).
 	Log func(lines ...string)
 
-	grantsNote, auditNote, floorNote onceNote
+	grantsNote, auditNote, floorNote, secretNote onceNote
 }
 
 // Handle answers req. It returns the final response, or nil when loopd left
@@ -81,6 +81,7 @@ func (b *Broker) Handle(ctx context.Context, req wire.ToolRequest, c Client) wir
 	now := b.Now()
 	d := b.Grants.Decide(req, eff, wire.TimestampOf(now))
 	b.noteGrants(d)
+	b.noteSecret(req, d)
 	seq, err := b.Audit.Append(decisionEvent(req, d, eff, damaged))
 	if err != nil {
 		unlock()
@@ -146,6 +147,7 @@ func (b *Broker) ask(ctx context.Context, req wire.ToolRequest, seq uint64, d po
 		// d is; the zero Decision it returns then denies.
 		rd, _ = b.Grants.Redecide(d, eff, wire.TimestampOf(b.Now()))
 		b.noteGrants(rd)
+		b.noteSecret(req, rd)
 		rec = rd.Outcome()
 	case wire.Refused:
 		rec = wire.OutcomeDenied{Reason: wire.ApprovalRefused}

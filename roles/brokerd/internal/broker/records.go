@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 
@@ -81,6 +83,30 @@ func (b *Broker) noteGrants(d policy.Decision) {
 		return
 	}
 	b.Log(append(lines, runbook.See("grants-invalid"))...)
+}
+
+// noteSecret prints why a call was denied secret_unavailable: the session,
+// the call, the grant, and the secret check's error, which names the
+// secret and the problem (never the value) and ends with its runbook line.
+// The same cause again in a row is printed once: a model retrying a call
+// adds nothing the owner needs.
+func (b *Broker) noteSecret(req wire.ToolRequest, d policy.Decision) {
+	err := d.SecretError()
+	if d.Reason() != wire.SecretUnavailable || err == nil {
+		b.secretNote.first("")
+		return
+	}
+	g, _ := d.Grant()
+	if !b.secretNote.first(g.ID + "\x00" + err.Error()) {
+		return
+	}
+	why, see := err.Error(), runbook.See("secret-unavailable")
+	var se *policy.SecretError
+	if errors.As(err, &se) {
+		why, see = se.Problem, se.See
+	}
+	b.Log(fmt.Sprintf("brokerd: session %s call %d: grant %s needs secret %q, which cannot be read; the call is denied (secret_unavailable): %s",
+		req.Session, req.Call, wire.Printable(g.ID), wire.Printable(g.Secret), wire.Printable(why)), see)
 }
 
 // auditFailed reports a failed audit write and returns the answer for a

@@ -36,8 +36,13 @@ type Paths struct {
 	Home string `toml:"home"`
 	// Grants is the directory of grant files, read at every decision.
 	Grants string `toml:"grants"`
-	// Secrets is where the secrets grants may name will be kept (M4).
-	// brokerd reads nothing there yet; no grant may reach it already.
+	// Secrets is the secrets directory (issue 15): one file per secret a
+	// grant may name, the file named after the secret. brokerd alone reads
+	// it (package secrets): it refuses to start when the directory is a
+	// symbolic link, is not its own, or gives group or others any access,
+	// and a call whose secret file is missing or unsafe is denied
+	// (secret_unavailable). It may be systemd's $CREDENTIALS_DIRECTORY
+	// (LoadCredential=). No grant may reach it (policy's rule 9).
 	Secrets string `toml:"secrets"`
 }
 

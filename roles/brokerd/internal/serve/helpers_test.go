@@ -115,7 +115,10 @@ func start(t *testing.T, grants map[string]string, opts ...option) *harness {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	h := &harness{t: t, dir: dir, stderr: &syncBuf{}, rt: &runnertest.Recording{Output: runner.Output{Content: "file content"}}}
 	home := filepath.Join(dir, "home")
-	h.cfg, err = config.Parse("brokerd.toml", []byte("[paths]\nhome = \""+home+"\"\ngrants = \""+filepath.Join(dir, "grants")+"\"\n"), nil)
+	// The secrets directory is not made: the tests that need one do
+	// (harness.secret).
+	h.cfg, err = config.Parse("brokerd.toml", []byte("[paths]\nhome = \""+home+"\"\ngrants = \""+filepath.Join(dir, "grants")+
+		"\"\nsecrets = \""+filepath.Join(dir, "secrets")+"\"\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,6 +164,18 @@ func (h *harness) stop() {
 func (h *harness) grant(name, text string) {
 	h.t.Helper()
 	if err := os.WriteFile(filepath.Join(h.cfg.Paths.Grants, name), []byte(text), 0o600); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// secret writes the secret name (mode 0600), making the secrets directory
+// (mode 0700) if need be.
+func (h *harness) secret(name, value string) {
+	h.t.Helper()
+	if err := os.MkdirAll(h.cfg.Paths.Secrets, 0o700); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(h.cfg.Paths.Secrets, name), []byte(value), 0o600); err != nil {
 		h.t.Fatal(err)
 	}
 }

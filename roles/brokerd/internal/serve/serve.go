@@ -23,6 +23,7 @@ import (
 	"boxmaker/roles/brokerd/internal/broker"
 	"boxmaker/roles/brokerd/internal/config"
 	"boxmaker/roles/brokerd/internal/runner"
+	"boxmaker/roles/brokerd/internal/secrets"
 	"boxmaker/roles/brokerd/internal/state"
 	"boxmaker/runbook"
 	"boxmaker/wire"
@@ -93,6 +94,13 @@ func Start(o Options) (*Server, error) {
 	if err := checkBudget(cfg.Sockets, limit); err != nil {
 		return nil, err
 	}
+	// The secrets directory first: an unsafe one refuses the start before
+	// anything is opened or written (issue 15). Its error ends with the
+	// runbook line.
+	store, err := secrets.Open(cfg.Paths.Secrets)
+	if err != nil {
+		return nil, err
+	}
 	w, rep, err := audit.Open(filepath.Join(cfg.Paths.Home, "audit"),
 		audit.Options{AcceptBreak: o.AcceptBreak, Now: now, OpenFile: o.AuditOpenFile, HeadFile: HeadFile(cfg.Paths.Home),
 			RanBefore: func() string { return ranBefore(cfg.Paths.Home) }})
@@ -105,6 +113,10 @@ func Start(o Options) (*Server, error) {
 	}
 	if lines := rep.Lines(); len(lines) > 0 {
 		s.log(lines...)
+	}
+	if store.Missing() {
+		s.log("brokerd: the secrets directory "+wire.Printable(store.Dir())+" does not exist; a call under a grant that names a secret is denied (secret_unavailable)",
+			runbook.See("secret-unavailable"))
 	}
 	if o.Runtime == nil && o.OpenRuntime != nil {
 		if o.Runtime, err = o.OpenRuntime(); err != nil {
@@ -155,6 +167,9 @@ func Start(o Options) (*Server, error) {
 		rp.Protect(pathStrings(paths))
 	}
 	grants := policy.NewGrantsDir(cfg.Paths.Grants, protected)
+	// Every decision under a grant that names a secret reads the secret's
+	// file first, so a call that could not run is denied, not run or asked.
+	grants.SetSecretCheck(store.Check)
 	table := approvals.New()
 	s.broker = &broker.Broker{Grants: grants, Audit: w, States: states, Floor: floor, Approvals: table,
 		Runtime: o.Runtime, TTL: time.Duration(cfg.Approvals.TTLMs) * time.Millisecond, Now: now, Log: s.log}

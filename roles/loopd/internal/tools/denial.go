@@ -27,6 +27,10 @@ func DenialText(r wire.DenyReason) string {
 		return "Denied: the audit log cannot be written; the owner has been told."
 	case wire.StateUnreadable:
 		return "Denied: this session's broker state is damaged; the owner has been told."
+	case wire.SecretUnavailable:
+		// Not in M3a §8 (issue 15 adds the reason). The model learns
+		// nothing about the secret, not even its name.
+		return "Denied: a secret this call needs is not available; the owner has been told."
 	}
 	return "Denied: " + r.String() + "."
 }

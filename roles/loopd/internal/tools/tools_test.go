@@ -13,16 +13,17 @@ import (
 // The texts of M3a §8, word for word.
 func TestDenialTexts(t *testing.T) {
 	want := map[wire.DenyReason]string{
-		wire.NoGrant:          "Denied: no grant allows this call.",
-		wire.GrantExpired:     "Denied: the grant for this call has expired.",
-		wire.TaintTooHigh:     "Denied: this session has seen data too sensitive for this call.",
-		wire.DeniedByGrant:    "Denied: a grant forbids this call.",
-		wire.ApprovalRefused:  "Denied: the owner refused this call.",
-		wire.ApprovalExpired:  "Denied: the approval request expired without an answer.",
-		wire.InvalidArguments: "Denied: the arguments are not valid for this tool.",
-		wire.GrantsInvalid:    "Denied: the grant files have an error; the owner has been told.",
-		wire.AuditUnavailable: "Denied: the audit log cannot be written; the owner has been told.",
-		wire.StateUnreadable:  "Denied: this session's broker state is damaged; the owner has been told.",
+		wire.NoGrant:           "Denied: no grant allows this call.",
+		wire.GrantExpired:      "Denied: the grant for this call has expired.",
+		wire.TaintTooHigh:      "Denied: this session has seen data too sensitive for this call.",
+		wire.DeniedByGrant:     "Denied: a grant forbids this call.",
+		wire.ApprovalRefused:   "Denied: the owner refused this call.",
+		wire.ApprovalExpired:   "Denied: the approval request expired without an answer.",
+		wire.InvalidArguments:  "Denied: the arguments are not valid for this tool.",
+		wire.GrantsInvalid:     "Denied: the grant files have an error; the owner has been told.",
+		wire.AuditUnavailable:  "Denied: the audit log cannot be written; the owner has been told.",
+		wire.StateUnreadable:   "Denied: this session's broker state is damaged; the owner has been told.",
+		wire.SecretUnavailable: "Denied: a secret this call needs is not available; the owner has been told.",
 	}
 	for _, r := range wire.AllDenyReasons() {
 		if got := DenialText(r); got != want[r] {
