@@ -1,0 +1,263 @@
+package redact
+
+import (
+	"bytes"
+	"slices"
+	"unicode/utf8"
+)
+
+// keep is 0 for the whitespace an encoder or a terminal puts between
+// characters (space, tab, CR, LF) and 1 for every other byte; lower lowers
+// ASCII letters and leaves every other byte as it is.
+var keep, lower = func() (k [256]int, l [256]byte) {
+	for c := range 256 {
+		k[c], l[c] = 1, byte(c)
+		if c >= 'A' && c <= 'Z' {
+			l[c] = byte(c) + 'a' - 'A'
+		}
+	}
+	for _, c := range []byte(" \t\r\n") {
+		k[c] = 0
+	}
+	return k, l
+}()
+
+// leadMax is how much of a pattern bytes.Index looks for. Up to 63 bytes
+// it uses the processor's vector instructions; a longer pattern falls back
+// to Rabin-Karp, several times slower. The rest is checked by KMP.
+const leadMax = 32
+
+// matcher finds every occurrence of pat, overlapping ones included, in
+// time linear in the text: bytes.Index skips to the next place pat's lead
+// occurs, and from there Knuth-Morris-Pratt reads byte by byte until no
+// occurrence can be in progress, then bytes.Index takes over again.
+type matcher struct {
+	pat  []byte
+	fail []int // fail[q]: the longest proper border of pat[:q+1]
+}
+
+func newMatcher(pat []byte) matcher {
+	fail := make([]int, len(pat))
+	for q, k := 1, 0; q < len(pat); q++ {
+		for k > 0 && pat[q] != pat[k] {
+			k = fail[k-1]
+		}
+		if pat[q] == pat[k] {
+			k++
+		}
+		fail[q] = k
+	}
+	return matcher{pat: pat, fail: fail}
+}
+
+// each calls fn with the start of every occurrence of m.pat in t, in order.
+func (m *matcher) each(t []byte, fn func(start int)) {
+	n := len(m.pat)
+	lead := m.pat[:min(n, leadMax)]
+	for i := 0; i+n <= len(t); {
+		k := bytes.Index(t[i:], lead)
+		if k < 0 {
+			return
+		}
+		// KMP from where the lead starts. Each Index call scans only text
+		// no earlier call or KMP step has read, and KMP reads at least the
+		// lead before it stops: the whole is linear.
+		j, q := i+k, 0
+		for j < len(t) {
+			c := t[j]
+			for q > 0 && m.pat[q] != c {
+				q = m.fail[q-1]
+			}
+			if m.pat[q] == c {
+				q++
+			}
+			j++
+			if q == n {
+				fn(j - n)
+				q = m.fail[n-1]
+			}
+			if q == 0 {
+				break
+			}
+		}
+		i = j
+	}
+}
+
+// span is a range of the text, [start, end).
+type span struct{ start, end int }
+
+// find returns every place in t one of the forms occurs that does not lie
+// inside a marker, as ranges of t that are sorted and do not overlap.
+func (st *state) find(t []byte) []span {
+	var spans []span
+	if len(st.exact.pat) > 0 {
+		st.exact.each(t, func(s int) { spans = append(spans, span{s, s + len(st.exact.pat)}) })
+	}
+	spans = append(spans, st.findEncoded(t)...)
+	if len(spans) == 0 {
+		return nil
+	}
+	if st.markers {
+		if spans = st.aroundMarkers(t, spans); len(spans) == 0 {
+			return nil
+		}
+	}
+	for i := range spans {
+		spans[i] = widen(t, spans[i])
+	}
+	return merge(spans)
+}
+
+// findEncoded finds the encoded forms in t with its whitespace removed, and
+// maps each occurrence back to t from its first character to its last, so
+// that the whitespace inside it is covered and the whitespace around it is
+// not.
+func (st *state) findEncoded(t []byte) []span {
+	if len(st.forms) == 0 {
+		return nil
+	}
+	buf := make([]byte, 2*len(t))
+	s, l := buf[:len(t)], buf[len(t):]
+	n := 0
+	for _, c := range t {
+		// Branch-free: every byte is written, only kept ones advance n.
+		s[n], l[n] = c, lower[c]
+		n += keep[c]
+	}
+	s, l = s[:n], l[:n]
+	var in []span // in the stripped copy, [first, last]
+	for i := range st.forms {
+		f := &st.forms[i]
+		text := s
+		if f.view == folded {
+			text = l
+		}
+		f.m.each(text, func(st int) {
+			end := st + len(f.m.pat)
+			for _, tail := range f.tails {
+				if bytes.HasPrefix(text[end:], tail) {
+					end += len(tail)
+					break
+				}
+			}
+			in = append(in, span{st, end - 1})
+		})
+	}
+	if len(in) == 0 {
+		return nil
+	}
+	// Map stripped positions back to t in one walk, over the positions
+	// sorted.
+	pos := make([]int, 0, 2*len(in))
+	for _, sp := range in {
+		pos = append(pos, sp.start, sp.end)
+	}
+	slices.Sort(pos)
+	pos = slices.Compact(pos)
+	raw := make([]int, len(pos))
+	k, p := 0, 0
+	for i, c := range t {
+		if keep[c] == 0 {
+			continue
+		}
+		for p < len(pos) && pos[p] == k {
+			raw[p] = i
+			p++
+		}
+		k++
+	}
+	at := func(x int) int {
+		p, _ := slices.BinarySearch(pos, x)
+		return raw[p]
+	}
+	out := make([]span, len(in))
+	for i, sp := range in {
+		out[i] = span{at(sp.start), at(sp.end) + 1}
+	}
+	return out
+}
+
+// aroundMarkers drops the occurrences that lie inside a marker (a value
+// such as "secret" or "[" is in every marker, and the marker's text shows
+// nothing of the value), and widens the others over any marker they
+// overlap, so that a marker is never cut.
+func (st *state) aroundMarkers(t []byte, spans []span) []span {
+	var ms []span
+	mk := []byte(st.marker)
+	for i := 0; ; {
+		k := bytes.Index(t[i:], mk)
+		if k < 0 {
+			break
+		}
+		// Markers cannot overlap one another: '[' and ']' occur once each.
+		ms = append(ms, span{i + k, i + k + len(mk)})
+		i += k + len(mk)
+	}
+	if len(ms) == 0 {
+		return spans
+	}
+	out := spans[:0]
+	for _, sp := range spans {
+		// The first marker ending after sp starts.
+		j, _ := slices.BinarySearchFunc(ms, sp.start, func(m span, s int) int { return m.end - 1 - s })
+		if j < len(ms) && ms[j].start <= sp.start && sp.end <= ms[j].end {
+			continue
+		}
+		for ; j < len(ms) && ms[j].start < sp.end; j++ {
+			sp.start, sp.end = min(sp.start, ms[j].start), max(sp.end, ms[j].end)
+		}
+		out = append(out, sp)
+	}
+	return out
+}
+
+// widen moves sp's ends outwards to the edges of any valid UTF-8 character
+// they cut, so that what stays of valid UTF-8 text is valid UTF-8. A binary
+// value can match inside a character (its first byte a continuation byte).
+func widen(t []byte, sp span) span {
+	for q := sp.start - 1; q >= 0 && q >= sp.start-3; q-- {
+		if utf8.RuneStart(t[q]) {
+			if r, size := utf8.DecodeRune(t[q:]); (r != utf8.RuneError || size > 1) && q+size > sp.start {
+				sp.start = q
+			}
+			break
+		}
+	}
+	for q := sp.end - 1; q >= 0 && q >= sp.end-3; q-- {
+		if utf8.RuneStart(t[q]) {
+			if r, size := utf8.DecodeRune(t[q:]); (r != utf8.RuneError || size > 1) && q+size > sp.end {
+				sp.end = q + size
+			}
+			break
+		}
+	}
+	return sp
+}
+
+// merge sorts spans and joins those that overlap.
+func merge(spans []span) []span {
+	slices.SortFunc(spans, func(a, b span) int { return a.start - b.start })
+	out := spans[:1]
+	for _, sp := range spans[1:] {
+		last := &out[len(out)-1]
+		if sp.start < last.end {
+			last.end = max(last.end, sp.end)
+			continue
+		}
+		out = append(out, sp)
+	}
+	return out
+}
+
+// replace writes t with every span replaced by the marker.
+func (st *state) replace(t []byte, spans []span) []byte {
+	out := make([]byte, 0, len(t)+len(spans)*len(st.marker))
+	at := 0
+	for _, sp := range spans {
+		out = append(out, t[at:sp.start]...)
+		out = append(out, st.marker...)
+		at = sp.end
+	}
+	return append(out, t[at:]...)
+}
