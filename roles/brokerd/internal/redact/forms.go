@@ -19,17 +19,20 @@ const minForm = 4
 type view uint8
 
 const (
-	// stripped is the text with whitespace removed: base64 and the
-	// percent-encodings that keep characters as they are.
+	// stripped is the text with whitespace removed.
 	stripped view = iota
-	// folded is stripped with ASCII letters lowered: hex and %XX, which
-	// encoders write in either case.
+	// folded is stripped with ASCII letters lowered, made only for a form
+	// found in any case that has no piece without letters to anchor on
+	// (the hex of "\xaa\xbb\xcc\xdd").
 	folded
 )
 
 // form is one encoded form of the value, searched with whitespace removed.
 type form struct {
-	m    matcher
+	m matcher
+	// fold: found in any case (hex and %XX, which encoders write in
+	// either); the pattern is in lower case.
+	fold bool
 	view view
 	// tails are what follows the form when the value ends the encoded
 	// stream (base64's last partial character and its padding), longest
@@ -40,19 +43,25 @@ type form struct {
 // encodedForms lists every encoded form of v at least minForm long.
 func encodedForms(v []byte) []form {
 	var fs []form
-	add := func(pat string, vw view, tails ...string) {
+	add := func(pat string, fold bool, tails ...string) {
 		if len(pat) < minForm {
 			return
 		}
 		i := -1
 		for k := range fs {
-			if fs[k].view == vw && string(fs[k].m.pat) == pat {
+			if fs[k].fold == fold && string(fs[k].m.pat) == pat {
 				i = k
 				break
 			}
 		}
 		if i < 0 {
-			fs = append(fs, form{m: newMatcher([]byte(pat)), view: vw})
+			f := form{fold: fold}
+			var ok bool
+			if f.m, ok = newMatcher([]byte(pat), fold); !ok {
+				f.m, _ = newMatcher([]byte(pat), false)
+				f.view = folded
+			}
+			fs = append(fs, f)
 			i = len(fs) - 1
 		}
 		for _, t := range tails {
@@ -70,17 +79,17 @@ func encodedForms(v []byte) []form {
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
 		for a := range 3 {
 			inner, pad, raw := base64Run(enc, v, a)
-			add(inner, stripped, pad, raw)
+			add(inner, false, pad, raw)
 		}
 	}
-	// Hex and %XX in one case each: the folded copy matches any case.
-	add(hex.EncodeToString(v), folded)
+	// Hex and %XX in lower case: they are found in any case.
+	add(hex.EncodeToString(v), true)
 	var all bytes.Buffer
 	for _, c := range v {
 		all.WriteByte('%')
 		all.WriteString(hex.EncodeToString([]byte{c}))
 	}
-	add(all.String(), folded)
+	add(all.String(), true)
 	// url.QueryEscape and url.PathEscape keep some characters as they are,
 	// so these are searched case-sensitively, with the escapes in upper
 	// case (what Go, Python and JavaScript write) and in lower case. A
@@ -91,7 +100,7 @@ func encodedForms(v []byte) []form {
 			if p == string(v) || folds(fs, p) {
 				continue
 			}
-			add(p, stripped)
+			add(p, false)
 		}
 	}
 	return fs
@@ -135,7 +144,7 @@ func folds(fs []form, p string) bool {
 		l[i] = lower[c]
 	}
 	for _, f := range fs {
-		if f.view == folded && bytes.Equal(f.m.pat, l) {
+		if f.fold && bytes.Equal(f.m.pat, l) {
 			return true
 		}
 	}

@@ -18,8 +18,8 @@ import (
 
 // oracleForm is one form; fold says it matches in any case.
 type oracleForm struct {
-	s    string
-	fold bool
+	s     string
+	fold  bool
 	exact bool // the value itself: no whitespace inside
 }
 

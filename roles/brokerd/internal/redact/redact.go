@@ -61,7 +61,7 @@ func New(name string, value []byte) *Redactor {
 	}
 	st := &state{marker: "[secret:" + string(n) + "]"}
 	if len(value) > 0 {
-		st.exact = newMatcher(append([]byte(nil), value...))
+		st.exact, _ = newMatcher(append([]byte(nil), value...), false)
 		st.forms = encodedForms(value)
 	}
 	// Compared in lower case: hex and %XX are found in any case, so a
@@ -153,7 +153,7 @@ func (st *state) searched() [][]byte {
 		for _, t := range f.tails {
 			add(append(append([]byte(nil), f.m.pat...), t...))
 		}
-		if f.view == folded {
+		if f.fold {
 			add(bytes.ToUpper(f.m.pat))
 		}
 	}

@@ -3,85 +3,21 @@ package redact
 import (
 	"bytes"
 	"slices"
+	"sync"
 	"unicode/utf8"
 )
 
-// keep is 0 for the whitespace an encoder or a terminal puts between
-// characters (space, tab, CR, LF) and 1 for every other byte; lower lowers
-// ASCII letters and leaves every other byte as it is.
-var keep, lower = func() (k [256]int, l [256]byte) {
-	for c := range 256 {
-		k[c], l[c] = 1, byte(c)
-		if c >= 'A' && c <= 'Z' {
-			l[c] = byte(c) + 'a' - 'A'
-		}
-	}
-	for _, c := range []byte(" \t\r\n") {
-		k[c] = 0
-	}
-	return k, l
-}()
+// bufs holds the copies findEncoded makes, so that a 1 MiB output does not
+// cost a 1 MiB allocation, cleared, each time.
+var bufs sync.Pool
 
-// leadMax is how much of a pattern bytes.Index looks for. Up to 63 bytes
-// it uses the processor's vector instructions; a longer pattern falls back
-// to Rabin-Karp, several times slower. The rest is checked by KMP.
-const leadMax = 32
-
-// matcher finds every occurrence of pat, overlapping ones included, in
-// time linear in the text: bytes.Index skips to the next place pat's lead
-// occurs, and from there Knuth-Morris-Pratt reads byte by byte until no
-// occurrence can be in progress, then bytes.Index takes over again.
-type matcher struct {
-	pat  []byte
-	fail []int // fail[q]: the longest proper border of pat[:q+1]
-}
-
-func newMatcher(pat []byte) matcher {
-	fail := make([]int, len(pat))
-	for q, k := 1, 0; q < len(pat); q++ {
-		for k > 0 && pat[q] != pat[k] {
-			k = fail[k-1]
-		}
-		if pat[q] == pat[k] {
-			k++
-		}
-		fail[q] = k
+func getBuf(n int) *[]byte {
+	if b, _ := bufs.Get().(*[]byte); b != nil && cap(*b) >= n {
+		*b = (*b)[:n]
+		return b
 	}
-	return matcher{pat: pat, fail: fail}
-}
-
-// each calls fn with the start of every occurrence of m.pat in t, in order.
-func (m *matcher) each(t []byte, fn func(start int)) {
-	n := len(m.pat)
-	lead := m.pat[:min(n, leadMax)]
-	for i := 0; i+n <= len(t); {
-		k := bytes.Index(t[i:], lead)
-		if k < 0 {
-			return
-		}
-		// KMP from where the lead starts. Each Index call scans only text
-		// no earlier call or KMP step has read, and KMP reads at least the
-		// lead before it stops: the whole is linear.
-		j, q := i+k, 0
-		for j < len(t) {
-			c := t[j]
-			for q > 0 && m.pat[q] != c {
-				q = m.fail[q-1]
-			}
-			if m.pat[q] == c {
-				q++
-			}
-			j++
-			if q == n {
-				fn(j - n)
-				q = m.fail[n-1]
-			}
-			if q == 0 {
-				break
-			}
-		}
-		i = j
-	}
+	b := make([]byte, n)
+	return &b
 }
 
 // span is a range of the text, [start, end).
@@ -117,20 +53,23 @@ func (st *state) findEncoded(t []byte) []span {
 	if len(st.forms) == 0 {
 		return nil
 	}
-	buf := make([]byte, 2*len(t))
-	s, l := buf[:len(t)], buf[len(t):]
-	n := 0
-	for _, c := range t {
-		// Branch-free: every byte is written, only kept ones advance n.
-		s[n], l[n] = c, lower[c]
-		n += keep[c]
-	}
-	s, l = s[:n], l[:n]
+	bp := getBuf(len(t))
+	defer bufs.Put(bp)
+	s := (*bp)[:strip(t, *bp)]
+	var l []byte  // the folded copy, made only when a form needs it
 	var in []span // in the stripped copy, [first, last]
 	for i := range st.forms {
 		f := &st.forms[i]
 		text := s
 		if f.view == folded {
+			if l == nil {
+				lp := getBuf(len(s))
+				defer bufs.Put(lp)
+				l = (*lp)[:len(s)]
+				for k, c := range s {
+					l[k] = lower[c]
+				}
+			}
 			text = l
 		}
 		f.m.each(text, func(st int) {
