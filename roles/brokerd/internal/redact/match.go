@@ -24,33 +24,41 @@ var keep, lower = func() (k [256]int, l [256]byte) {
 // strip writes t without its whitespace into s (at least as long as t) and
 // returns how much it wrote. Blocks of 32 bytes without a byte below '!'
 // (base64 and hex lines, long words) are copied whole; the rest byte by
-// byte, without a branch per byte.
+// byte, without a branch per byte: every byte is written, and only a kept
+// one moves the end on.
 func strip(t, s []byte) int {
-	low := func(w uint64) uint64 { return (w - 0x2121212121212121) &^ w & 0x8080808080808080 }
 	n, i := 0, 0
 	for ; i+32 <= len(t); i += 32 {
-		b := t[i : i+32]
-		w0, w1 := binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])
-		w2, w3 := binary.LittleEndian.Uint64(b[16:]), binary.LittleEndian.Uint64(b[24:])
-		if low(w0)|low(w1)|low(w2)|low(w3) == 0 {
-			d := s[n : n+32]
-			binary.LittleEndian.PutUint64(d, w0)
-			binary.LittleEndian.PutUint64(d[8:], w1)
-			binary.LittleEndian.PutUint64(d[16:], w2)
-			binary.LittleEndian.PutUint64(d[24:], w3)
+		b := (*[32]byte)(t[i : i+32])
+		d := (*[32]byte)(s[n : n+32]) // n <= i
+		if !hasLow(b[:]) {
+			*d = *b
 			n += 32
 			continue
 		}
+		k := 0
 		for _, c := range b {
-			s[n] = c
-			n += keep[c]
+			d[k&31] = c // k < 32 here; the mask spares a bounds check
+			k += keep[c]
 		}
+		n += k
 	}
 	for _, c := range t[i:] {
 		s[n] = c
 		n += keep[c]
 	}
 	return n
+}
+
+// low8 has a top bit set in some byte exactly when one of w's bytes is
+// below '!' (which whitespace is).
+func low8(w uint64) uint64 { return (w - 0x2121212121212121) &^ w & 0x8080808080808080 }
+
+// hasLow reports whether the 32 bytes of b hold a byte below '!'.
+func hasLow(b []byte) bool {
+	b = b[:32]
+	return low8(binary.LittleEndian.Uint64(b))|low8(binary.LittleEndian.Uint64(b[8:]))|
+		low8(binary.LittleEndian.Uint64(b[16:]))|low8(binary.LittleEndian.Uint64(b[24:])) != 0
 }
 
 // rarity ranks bytes by how seldom they start a match in tool output

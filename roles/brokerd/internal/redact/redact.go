@@ -33,6 +33,11 @@ type state struct {
 	marker string
 	exact  matcher
 	forms  []form
+	// inRaw finds the exact bytes in the text; inStripped the forms
+	// st.stripped lists (indexes into forms) in the text without
+	// whitespace; inFolded lists those found in its folded copy.
+	inRaw, inStripped  *finder
+	stripped, inFolded []int
 	// markers: some form is part of the marker's text, or can run into
 	// one from the text around it; only then are markers looked for.
 	markers bool
@@ -63,7 +68,18 @@ func New(name string, value []byte) *Redactor {
 	if len(value) > 0 {
 		st.exact, _ = newMatcher(append([]byte(nil), value...), false)
 		st.forms = encodedForms(value)
+		st.inRaw = newFinder([]*matcher{&st.exact})
 	}
+	var ms []*matcher
+	for i := range st.forms {
+		if st.forms[i].view == folded {
+			st.inFolded = append(st.inFolded, i)
+			continue
+		}
+		st.stripped = append(st.stripped, i)
+		ms = append(ms, &st.forms[i].m)
+	}
+	st.inStripped = newFinder(ms)
 	// Compared in lower case: hex and %XX are found in any case, so a
 	// name "DEADBEEF" holds the hex form "deadbeef".
 	m := bytes.ToLower([]byte(st.marker))

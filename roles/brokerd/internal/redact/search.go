@@ -27,8 +27,8 @@ type span struct{ start, end int }
 // inside a marker, as ranges of t that are sorted and do not overlap.
 func (st *state) find(t []byte) []span {
 	var spans []span
-	if len(st.exact.pat) > 0 {
-		st.exact.each(t, func(s int) { spans = append(spans, span{s, s + len(st.exact.pat)}) })
+	if st.inRaw != nil {
+		st.inRaw.each(t, func(_, s int) { spans = add(spans, span{s, s + len(st.exact.pat)}) })
 	}
 	spans = append(spans, st.findEncoded(t)...)
 	if len(spans) == 0 {
@@ -56,32 +56,31 @@ func (st *state) findEncoded(t []byte) []span {
 	bp := getBuf(len(t))
 	defer bufs.Put(bp)
 	s := (*bp)[:strip(t, *bp)]
-	var l []byte  // the folded copy, made only when a form needs it
-	var in []span // in the stripped copy, [first, last]
-	for i := range st.forms {
-		f := &st.forms[i]
-		text := s
-		if f.view == folded {
-			if l == nil {
-				lp := getBuf(len(s))
-				defer bufs.Put(lp)
-				l = (*lp)[:len(s)]
-				for k, c := range s {
-					l[k] = lower[c]
-				}
+	var in []span // in the stripped copy
+	found := func(f *form, text []byte, st int) {
+		end := st + len(f.m.pat)
+		for _, tail := range f.tails {
+			if bytes.HasPrefix(text[end:], tail) {
+				end += len(tail)
+				break
 			}
-			text = l
 		}
-		f.m.each(text, func(st int) {
-			end := st + len(f.m.pat)
-			for _, tail := range f.tails {
-				if bytes.HasPrefix(text[end:], tail) {
-					end += len(tail)
-					break
-				}
-			}
-			in = append(in, span{st, end - 1})
-		})
+		in = add(in, span{st, end}) // end is one past the last character
+	}
+	st.inStripped.each(s, func(i, start int) { found(&st.forms[st.stripped[i]], s, start) })
+	if len(st.inFolded) > 0 {
+		// The folded copy, only for a short form found in any case that
+		// has no piece without letters to anchor on.
+		lp := getBuf(len(s))
+		defer bufs.Put(lp)
+		l := (*lp)[:len(s)]
+		for k, c := range s {
+			l[k] = lower[c]
+		}
+		for _, i := range st.inFolded {
+			f := &st.forms[i]
+			f.m.each(l, func(start int) { found(f, l, start) })
+		}
 	}
 	if len(in) == 0 {
 		return nil
@@ -90,31 +89,38 @@ func (st *state) findEncoded(t []byte) []span {
 	// sorted.
 	pos := make([]int, 0, 2*len(in))
 	for _, sp := range in {
-		pos = append(pos, sp.start, sp.end)
+		pos = append(pos, sp.start, sp.end-1)
 	}
 	slices.Sort(pos)
 	pos = slices.Compact(pos)
-	raw := make([]int, len(pos))
-	k, p := 0, 0
-	for i, c := range t {
-		if keep[c] == 0 {
-			continue
-		}
-		for p < len(pos) && pos[p] == k {
-			raw[p] = i
-			p++
-		}
-		k++
-	}
+	raw := rawPositions(t, pos)
 	at := func(x int) int {
 		p, _ := slices.BinarySearch(pos, x)
 		return raw[p]
 	}
 	out := make([]span, len(in))
 	for i, sp := range in {
-		out[i] = span{at(sp.start), at(sp.end) + 1}
+		out[i] = span{at(sp.start), at(sp.end-1) + 1}
 	}
 	return out
+}
+
+// rawPositions returns where in t each of the sorted positions of t's
+// stripped copy came from, in one walk that stops at the last and skips
+// blocks without whitespace, as strip copies them.
+func rawPositions(t []byte, pos []int) []int {
+	raw := make([]int, len(pos))
+	i, k := 0, 0 // t[:i] holds k kept bytes
+	for p := range pos {
+		for ; i+32 <= len(t) && k+32 <= pos[p] && !hasLow(t[i:i+32]); i, k = i+32, k+32 {
+		}
+		for keep[t[i]] == 0 || k < pos[p] {
+			k += keep[t[i]]
+			i++
+		}
+		raw[p] = i
+	}
+	return raw
 }
 
 // aroundMarkers drops the occurrences that lie inside a marker (a value
@@ -172,6 +178,19 @@ func widen(t []byte, sp span) span {
 		}
 	}
 	return sp
+}
+
+// add appends sp to spans, or joins it to the last when the two overlap:
+// one pattern's occurrences come in order, so a text full of them (a value
+// "aaaa" in a run of a's) makes one span, not one per position. Joining
+// early gives what merge would: overlapping occurrences become one marker
+// whatever the markers and UTF-8 around them do (see find).
+func add(spans []span, sp span) []span {
+	if n := len(spans); n > 0 && sp.start < spans[n-1].end && spans[n-1].start <= sp.start {
+		spans[n-1].end = max(spans[n-1].end, sp.end)
+		return spans
+	}
+	return append(spans, sp)
 }
 
 // merge sorts spans and joins those that overlap.
