@@ -1,0 +1,1 @@
+Ry/01dHOqq+wq9/cNKgj3ii5Uo+3tW55+YGUZ/CKAm0=

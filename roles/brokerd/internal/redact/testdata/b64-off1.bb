@@ -1,0 +1,1 @@
+eGJ4a19saXZlXzlmUTJtWjdyVDR3WThuTDFwSzZ2SDNzCg==

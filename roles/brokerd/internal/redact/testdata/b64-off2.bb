@@ -1,0 +1,1 @@
+eHlieGtfbGl2ZV85ZlEybVo3clQ0d1k4bkwxcEs2dkgzcwo=

@@ -1,0 +1,1 @@
+s3Hv6Kp1Ln8Yw4Tr7Zm2Qf9_evil_kxb
