@@ -208,7 +208,7 @@ func TestTrimPartialRune(t *testing.T) {
 // protocol must agree.
 func TestFixtureRequests(t *testing.T) {
 	files, err := filepath.Glob("../../fixtures/toolkit/request-*.json")
-	if err != nil || len(files) != 5 {
+	if err != nil || len(files) != 7 {
 		t.Fatalf("fixtures: %v %v", files, err)
 	}
 	for _, f := range files {
@@ -221,7 +221,8 @@ func TestFixtureRequests(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 			continue
 		}
-		if want := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "request-"), ".json"); req.Tool != want {
+		want := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "request-"), ".json")
+		if want = strings.TrimSuffix(want, "-secret"); req.Tool != want {
 			t.Errorf("%s: tool %q", f, req.Tool)
 		}
 		if res := run(Request{Tool: req.Tool}); strings.Contains(res.Text, "unknown tool") {

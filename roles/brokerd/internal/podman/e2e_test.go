@@ -2,13 +2,16 @@ package podman_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,9 +28,10 @@ import (
 // the way brokerd serve starts: the runtime's checks, the leftover
 // cleanup, then the sockets.
 type brokerd struct {
-	home, grants, socket string
-	srv                  *serve.Server
-	rt                   *podman.Runtime
+	home, grants, secrets, socket string
+	srv                           *serve.Server
+	rt                            *podman.Runtime
+	log                           *lockedBuffer // everything brokerd logged
 }
 
 func startBrokerd(t testing.TB) *brokerd {
@@ -37,7 +41,8 @@ func startBrokerd(t testing.TB) *brokerd {
 	socket := podmantest.PrivateSocket(t)
 	pc := podman.DefaultConfig()
 	pc.Socket, pc.Image, pc.TimeoutMS = socket, podmantest.Image(t, socket), 10_000
-	rt, err := podman.New(context.Background(), pc, os.Stderr, t.TempDir())
+	log := &lockedBuffer{}
+	rt, err := podman.New(context.Background(), pc, io.MultiWriter(os.Stderr, log), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,16 +54,18 @@ func startBrokerd(t testing.TB) *brokerd {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	b := &brokerd{home: filepath.Join(dir, "home"), grants: filepath.Join(dir, "grants"), rt: rt}
-	cfg, err := config.Parse("brokerd.toml", []byte(fmt.Sprintf("[paths]\nhome = %q\ngrants = %q\n", b.home, b.grants)), nil)
+	b := &brokerd{home: filepath.Join(dir, "home"), grants: filepath.Join(dir, "grants"), secrets: filepath.Join(dir, "secrets"), rt: rt, log: log}
+	cfg, err := config.Parse("brokerd.toml", []byte(fmt.Sprintf("[paths]\nhome = %q\ngrants = %q\nsecrets = %q\n", b.home, b.grants, b.secrets)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(b.grants, 0o700); err != nil {
-		t.Fatal(err)
+	for _, d := range []string{b.grants, b.secrets} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
 	}
 	b.socket = cfg.Sockets.Broker
-	if b.srv, err = serve.Start(serve.Options{Config: cfg, Runtime: rt, Stderr: testWriter{t}}); err != nil {
+	if b.srv, err = serve.Start(serve.Options{Config: cfg, Runtime: rt, Stderr: io.MultiWriter(testWriter{t}, b.log)}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -71,6 +78,24 @@ func startBrokerd(t testing.TB) *brokerd {
 }
 
 type testWriter struct{ t testing.TB }
+
+// lockedBuffer is a bytes.Buffer that goroutines may write at once.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
 
 func (w testWriter) Write(p []byte) (int, error) { w.t.Logf("%s", p); return len(p), nil }
 

@@ -16,6 +16,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -52,6 +53,8 @@ type Runtime struct {
 	// checked, when set (by tests), runs between checking a call's mount
 	// sources and creating its container.
 	checked func()
+	// secrets is where the values of grants' secrets are read (secret.go).
+	secrets atomic.Pointer[func(name string) ([]byte, error)]
 }
 
 // removeTimeout bounds removing one container, after its call is over.
@@ -123,23 +126,35 @@ func (r *Runtime) Run(ctx context.Context, s *runner.RunSpec) (runner.Output, er
 	if r.checked != nil {
 		r.checked()
 	}
-	req, err := requestFor(s.Args(), r.cfg.OutputBytes, held.toolkitMounts())
+	// The value is read now, at run time, and forgotten when the call ends.
+	sec, err := r.readSecret(s)
 	if err != nil {
-		return runner.Output{}, runner.Failed(err.Error())
+		return runner.Output{}, err
 	}
+	defer sec.close()
 	c := r.containerFor(s.Tool().String())
 	c.call, c.mounts = callLabel(s.Call()), s.Mounts()
+	c.secretFile = sec != nil && sec.use.File
 	var proxy *egress.Proxy
 	if hosts, ok := s.Egress(); ok {
-		if proxy, err = egress.Start(r.egressDir, hosts); err != nil {
+		if proxy, err = egress.StartWith(r.egressDir, hosts, sec.proxySecret()); err != nil {
 			return runner.Output{}, runner.Unavailable("podman: cannot start the egress proxy: " + err.Error())
 		}
 		// The proxy lives exactly as long as the call.
 		defer proxy.Close()
-		c.egress = proxy.Path()
+		c.egress, c.ca = proxy.Path(), proxy.CAPath()
+	}
+	req, err := requestFor(s.Args(), r.cfg.OutputBytes, held.toolkitMounts(), sec)
+	if err != nil {
+		return runner.Output{}, runner.Failed(err.Error())
 	}
 	ans, err := r.run(ctx, c, req)
 	if err != nil {
+		// A failure's message may quote what the tool printed.
+		var re *runner.Error
+		if sec != nil && errors.As(err, &re) {
+			return runner.Output{}, &runner.Error{Unavailable: re.Unavailable, Message: sec.redactText(re.Message)}
+		}
 		return runner.Output{}, err
 	}
 	if ans.Status != "result" {
@@ -149,10 +164,12 @@ func (r *Runtime) Run(ctx context.Context, s *runner.RunSpec) (runner.Output, er
 				msg += " (egress proxy: " + strings.Join(refused, "; ") + ")"
 			}
 		}
-		return runner.Output{}, runner.Failed(msg)
+		return runner.Output{}, runner.Failed(sec.redactText(msg))
 	}
-	// Truncated is brokerd's own count (parseAnswer), not the toolkit's word.
-	return runner.Output{Content: ans.Text, Truncated: ans.Truncated}, nil
+	// Truncated is brokerd's own count (parseAnswer), not the toolkit's
+	// word. The result is redacted last, after the cut: what leaves
+	// brokerd is what is checked.
+	return runner.Output{Content: sec.redactText(ans.Text), Truncated: ans.Truncated}, nil
 }
 
 // run creates the container, attaches to it before starting it, sends the

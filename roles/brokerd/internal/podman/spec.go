@@ -38,6 +38,11 @@ type container struct {
 	tool   string
 	mounts []runner.Mount
 	egress string // the proxy's socket on the host; "" for no egress
+	// ca is the proxy's per-call CA certificate on the host, for a grant
+	// with a secret; secretFile asks for the secret's own tmpfs
+	// (secret.go).
+	ca         string
+	secretFile bool
 	// seccomp is the profile's path on the host (seccomp.go).
 	seccomp string
 }
@@ -100,6 +105,7 @@ func specFor(cfg Config, c container) *specgen.SpecGenerator {
 		s.Mounts = append(s.Mounts, spec.Mount{Destination: egressPath, Type: "bind", Source: c.egress,
 			Options: []string{"bind", "rw", "nosuid", "nodev", "noexec"}})
 	}
+	s.Mounts = append(s.Mounts, secretMounts(c)...)
 
 	mem, pids := cfg.MemoryBytes, cfg.Pids
 	s.ResourceLimits = &spec.LinuxResources{

@@ -64,7 +64,7 @@ func TestGoldenSpecs(t *testing.T) {
 		for i, m := range s.Mounts() {
 			mounts = append(mounts, wire.ToolkitMount{Path: m.Path, Dev: 2049, Ino: uint64(1000 + i)})
 		}
-		req, err := requestFor(s.Args(), cfg.OutputBytes, mounts)
+		req, err := requestFor(s.Args(), cfg.OutputBytes, mounts, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,8 +18,9 @@ type (
 )
 
 // requestFor is the request for args, its line ending in "\n", with the
-// mounts the toolkit must find in place before it runs anything.
-func requestFor(args policy.Args, outputBytes int64, mounts []wire.ToolkitMount) (request, error) {
+// mounts the toolkit must find in place before it runs anything, and the
+// call's secret (nil: none).
+func requestFor(args policy.Args, outputBytes int64, mounts []wire.ToolkitMount, sec *callSecret) (request, error) {
 	r := toolkitRequest{Tool: args.Tool().String(), OutputBytes: askFor(outputBytes), Mounts: mounts}
 	switch a := args.(type) {
 	case policy.ReadFileArgs:
@@ -34,6 +35,7 @@ func requestFor(args policy.Args, outputBytes int64, mounts []wire.ToolkitMount)
 	default:
 		return request{}, fmt.Errorf("podman: no toolkit request for %T", args)
 	}
+	sec.addTo(&r)
 	b, err := line(r)
 	return request{line: b, cap: outputBytes}, err
 }

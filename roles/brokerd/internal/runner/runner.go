@@ -28,6 +28,9 @@ type RunSpec struct {
 	args   policy.Args
 	mounts []Mount
 	egress []string // the grant's host patterns; nil means no network at all
+	// secret is the grant's secret, by name: the runtime reads the value
+	// at run time (issue 15). nil: none.
+	secret *policy.SecretUse
 	// session and call are the request's, so that whatever the runtime
 	// makes for the run (a container) can be labelled with them.
 	session wire.SessionID
@@ -50,6 +53,17 @@ func (s *RunSpec) Mounts() []Mount { return slices.Clone(s.mounts) }
 // other tool, which gets no network at all.
 func (s *RunSpec) Egress() (hosts []string, ok bool) {
 	return slices.Clone(s.egress), s.egress != nil
+}
+
+// Secret is how the grant hands its secret to the tool; ok is false for a
+// grant without one. It holds the secret's name, never its value.
+func (s *RunSpec) Secret() (use policy.SecretUse, ok bool) {
+	if s.secret == nil {
+		return policy.SecretUse{}, false
+	}
+	use = *s.secret
+	use.Hosts = slices.Clone(use.Hosts)
+	return use, true
 }
 
 // Call is the session and call the run is for.
@@ -136,6 +150,9 @@ func Run(ctx context.Context, d policy.Decision, rt Runtime) (Result, error) {
 // grant writable, http_fetch no mount and the grant's hosts as egress.
 func specFor(a policy.Allowed) *RunSpec {
 	s := &RunSpec{tool: a.Tool(), args: a.Args()}
+	if use, ok := a.Secret(); ok {
+		s.secret = &use
+	}
 	switch a.Tool() {
 	case policy.ReadFile, policy.WriteFile, policy.Shell:
 		for _, p := range a.Paths() {

@@ -166,6 +166,10 @@ func Start(o Options) (*Server, error) {
 	if rp, ok := o.Runtime.(runtimeProtect); ok {
 		rp.Protect(pathStrings(paths))
 	}
+	// The runtime reads a secret's value from the same store, at run time.
+	if rs, ok := o.Runtime.(runtimeSecrets); ok {
+		rs.SetSecrets(store.Read)
+	}
 	grants := policy.NewGrantsDir(cfg.Paths.Grants, protected)
 	// Every decision under a grant that names a secret reads the secret's
 	// file first, so a call that could not run is denied, not run or asked.
@@ -237,6 +241,12 @@ func executable() []policy.ProtectedPath {
 // runtimeProtect is a runtime that refuses, at every mount, the paths no
 // grant may reach (podman.Runtime.Protect).
 type runtimeProtect interface{ Protect(paths []string) }
+
+// runtimeSecrets is a runtime that reads grants' secrets by name
+// (podman.Runtime.SetSecrets).
+type runtimeSecrets interface {
+	SetSecrets(read func(name string) ([]byte, error))
+}
 
 func pathStrings(ps []policy.ProtectedPath) []string {
 	out := make([]string, len(ps))

@@ -39,6 +39,7 @@ var built struct {
 	toolkit string
 	bundle  string
 	server  tls.Certificate
+	ca      []byte // the test CA's certificate, PEM
 	err     error
 	images  sync.Map // socket -> image id
 }
@@ -56,6 +57,18 @@ func ServerTLS(t testing.TB) *tls.Config {
 	t.Helper()
 	prepare(t)
 	return &tls.Config{Certificates: []tls.Certificate{built.server}}
+}
+
+// CAPool holds the test CA alone: what a client outside the image (the
+// egress proxy, in tests) must trust to reach the test HTTPS server.
+func CAPool(t testing.TB) *x509.CertPool {
+	t.Helper()
+	prepare(t)
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(built.ca) {
+		t.Fatal("podmantest: the test CA does not parse")
+	}
+	return pool
 }
 
 // Image returns the id of the tool image on the service at socket, built
@@ -107,7 +120,7 @@ func build() error {
 	if err != nil {
 		return err
 	}
-	built.server = server
+	built.server, built.ca = server, caPEM
 	host, err := os.ReadFile(image.DefaultCABundle)
 	if err != nil {
 		return fmt.Errorf("the host's CA bundle (install ca-certificates): %w", err)
