@@ -71,6 +71,9 @@ func TestRedact(t *testing.T) {
 		// (6) go, its base64 runs (2 characters) do not.
 		{"1 byte: exact only", "k", "A", "A 41 QQ== %41", "[secret:k] 41 QQ== %41"},
 		{"2 bytes: hex and %XX, not base64", "k", "hi", "hi 6869 aGk= %68%69", "[secret:k] [secret:k] aGk= [secret:k]"},
+		// Hex and %XX with no digit to anchor on: short, and long.
+		{"hex all letters, short", "k", "\xaa\xbb", "AaBb %AA%bB", "[secret:k] [secret:k]"},
+		{"hex all letters, long", "k", strings.Repeat("\xaa", 16), "x " + strings.Repeat("aA", 16) + " y", "x [secret:k] y"},
 
 		// The marker's own text.
 		{"value in the marker", "k", "secret", "my secret", "my [secret:k]"},
