@@ -32,6 +32,8 @@ func readTestdata(t *testing.T, name string) []byte {
 func TestEncoderOutputs(t *testing.T) {
 	bin := string(readTestdata(t, "bin.key"))
 	for _, tc := range []struct{ file, value, want string }{
+		// cat key.txt: the value as it is.
+		{"key.txt", key, "[secret:key]\n"},
 		// cat key.txt | base64: "K" mixes the value's last bits with the newline.
 		{"b64-nl.bb", key, "[secret:key]K\n"},
 		{"b64-off1.bb", key, "eG[secret:key]Cg==\n"},

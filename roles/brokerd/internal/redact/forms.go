@@ -21,9 +21,9 @@ type view uint8
 const (
 	// stripped is the text with whitespace removed.
 	stripped view = iota
-	// folded is stripped with ASCII letters lowered, made only for a form
-	// found in any case that has no piece without letters to anchor on
-	// (the hex of "\xaa\xbb\xcc\xdd").
+	// folded is stripped with ASCII letters lowered, made only for a
+	// short form found in any case that has no piece without letters to
+	// anchor on (the hex of "\xaa\xbb").
 	folded
 )
 
@@ -55,9 +55,12 @@ func encodedForms(v []byte) []form {
 			}
 		}
 		if i < 0 {
-			f := form{fold: fold}
+			f := form{fold: fold, view: stripped}
 			var ok bool
-			if f.m, ok = newMatcher([]byte(pat), fold); !ok {
+			// A long form goes to the sieve, which needs no anchor; a
+			// short one without a caseless anchor is searched in the
+			// folded copy.
+			if f.m, ok = newMatcher([]byte(pat), fold); !ok && len(pat) < sieveMin {
 				f.m, _ = newMatcher([]byte(pat), false)
 				f.view = folded
 			}

@@ -22,13 +22,16 @@ var keep, lower = func() (k [256]int, l [256]byte) {
 }()
 
 // strip writes t without its whitespace into s (at least as long as t) and
-// returns how much it wrote. Blocks of 32 bytes without a byte below '!'
-// (base64 and hex lines, long words) are copied whole; the rest byte by
-// byte, without a branch per byte: every byte is written, and only a kept
-// one moves the end on.
-func strip(t, s []byte) int {
+// returns how much it wrote. marks (len(t)/32+1 long) gets, for each 32
+// bytes of t, how many bytes were kept before them, so that a position in
+// s can be traced back to t without another walk (rawPositions). Blocks of
+// 32 bytes without a byte below '!' (base64 and hex lines, long words) are
+// copied whole; the rest byte by byte, without a branch per byte: every
+// byte is written, and only a kept one moves the end on.
+func strip(t, s []byte, marks []int) int {
 	n, i := 0, 0
 	for ; i+32 <= len(t); i += 32 {
+		marks[i/32] = n
 		b := (*[32]byte)(t[i : i+32])
 		d := (*[32]byte)(s[n : n+32]) // n <= i
 		if !hasLow(b[:]) {
@@ -43,6 +46,7 @@ func strip(t, s []byte) int {
 		}
 		n += k
 	}
+	marks[i/32] = n
 	for _, c := range t[i:] {
 		s[n] = c
 		n += keep[c]

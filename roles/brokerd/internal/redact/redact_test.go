@@ -71,6 +71,12 @@ func TestRedact(t *testing.T) {
 		// (6) go, its base64 runs (2 characters) do not.
 		{"1 byte: exact only", "k", "A", "A 41 QQ== %41", "[secret:k] 41 QQ== %41"},
 		{"2 bytes: hex and %XX, not base64", "k", "hi", "hi 6869 aGk= %68%69", "[secret:k] [secret:k] aGk= [secret:k]"},
+		// 3 bytes: base64 at offset 0 is 4 characters and goes; at offsets
+		// 1 and 2 the runs are 3 ("x" then "abc" is eGFiYw==: "FiY").
+		{"3 bytes: base64 at offset 0, not 1", "k", "abc", "YWJj eGFiYw==", "[secret:k] eGFiYw=="},
+		// Hex and %XX with no digit to anchor on: short, and long.
+		{"hex all letters, short", "k", "\xaa\xbb", "AaBb %AA%bB", "[secret:k] [secret:k]"},
+		{"hex all letters, long", "k", strings.Repeat("\xaa", 16), "x " + strings.Repeat("aA", 16) + " y", "x [secret:k] y"},
 
 		// The marker's own text.
 		{"value in the marker", "k", "secret", "my secret", "my [secret:k]"},

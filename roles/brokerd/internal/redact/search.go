@@ -11,6 +11,18 @@ import (
 // cost a 1 MiB allocation, cleared, each time.
 var bufs sync.Pool
 
+// markBufs holds strip's marks, for the same reason.
+var markBufs sync.Pool
+
+func getMarks(n int) *[]int {
+	if b, _ := markBufs.Get().(*[]int); b != nil && cap(*b) >= n {
+		*b = (*b)[:n]
+		return b
+	}
+	b := make([]int, n)
+	return &b
+}
+
 func getBuf(n int) *[]byte {
 	if b, _ := bufs.Get().(*[]byte); b != nil && cap(*b) >= n {
 		*b = (*b)[:n]
@@ -55,7 +67,9 @@ func (st *state) findEncoded(t []byte) []span {
 	}
 	bp := getBuf(len(t))
 	defer bufs.Put(bp)
-	s := (*bp)[:strip(t, *bp)]
+	mp := getMarks(len(t)/32 + 1)
+	defer markBufs.Put(mp)
+	s := (*bp)[:strip(t, *bp, *mp)]
 	var in []span // in the stripped copy
 	found := func(f *form, text []byte, st int) {
 		end := st + len(f.m.pat)
@@ -93,7 +107,7 @@ func (st *state) findEncoded(t []byte) []span {
 	}
 	slices.Sort(pos)
 	pos = slices.Compact(pos)
-	raw := rawPositions(t, pos)
+	raw := rawPositions(t, *mp, pos)
 	at := func(x int) int {
 		p, _ := slices.BinarySearch(pos, x)
 		return raw[p]
@@ -105,16 +119,16 @@ func (st *state) findEncoded(t []byte) []span {
 	return out
 }
 
-// rawPositions returns where in t each of the sorted positions of t's
-// stripped copy came from, in one walk that stops at the last and skips
-// blocks without whitespace, as strip copies them.
-func rawPositions(t []byte, pos []int) []int {
+// rawPositions returns where in t each of the sorted positions of its
+// stripped copy came from: strip's marks say which 32 bytes of t hold it,
+// and a walk of at most 32 bytes finds it there.
+func rawPositions(t []byte, marks []int, pos []int) []int {
 	raw := make([]int, len(pos))
-	i, k := 0, 0 // t[:i] holds k kept bytes
-	for p := range pos {
-		for ; i+32 <= len(t) && k+32 <= pos[p] && !hasLow(t[i:i+32]); i, k = i+32, k+32 {
-		}
-		for keep[t[i]] == 0 || k < pos[p] {
+	for p, x := range pos {
+		// The last block that starts with at most x bytes kept before it.
+		b, _ := slices.BinarySearch(marks, x+1)
+		i, k := 32*(b-1), marks[b-1]
+		for keep[t[i]] == 0 || k < x {
 			k += keep[t[i]]
 			i++
 		}
