@@ -15,6 +15,8 @@ type DemoPaths struct {
 // that uses tools, by simple rules, so a newcomer sees a tool call, an
 // approval, a container run and a denial without a real model.
 //
+//   - a message that starts "run: ": shell of the rest in the scratch
+//     folder, as a model would run whatever a page it read told it to
 //   - "notes" in the owner's message: read_file of the notes folder's today.md
 //   - "scratch" or "list": shell "ls -la" in the scratch folder
 //   - "fetch" or "web": http_fetch of https://example.com/ (no grant: denied)
@@ -29,6 +31,9 @@ func DemoScript(p DemoPaths) Script {
 		if last.Role == "tool" {
 			return Reply{Content: "The tool answered:\n\n" + quoteLines(last.text()) +
 				"\n\n(I am the demo's scripted stand-in model, not a real one.)"}
+		}
+		if command, ok := strings.CutPrefix(last.text(), "run: "); ok {
+			return callTool("shell", map[string]string{"command": command, "cwd": p.Scratch})
 		}
 		text := strings.ToLower(last.text())
 		switch {

@@ -52,6 +52,12 @@ func (h *Harness) fill(s string) string {
 		"[[podman]]", "unix://"+h.podmanSocket(), "[[upstream]]", h.upstream).Replace(s)
 }
 
+// SecretsDir is brokerd's secrets directory ([paths] secrets).
+func (h *Harness) SecretsDir() string { return filepath.Join(h.Home, "secrets") }
+
+// GrantsDir is brokerd's grants directory, read at every decision.
+func (h *Harness) GrantsDir() string { return filepath.Join(h.Home, "grants") }
+
 func (h *Harness) writeHome() error {
 	// The owner's files are outside the home: no grant may reach it.
 	files := map[string]string{
@@ -72,6 +78,11 @@ func (h *Harness) writeHome() error {
 		if err := os.WriteFile(path, []byte(h.fill(text)), 0o644); err != nil {
 			return err
 		}
+	}
+	// The secrets directory is brokerd's alone, and empty: a test puts
+	// its secret there (SecretsDir).
+	if err := os.Mkdir(h.SecretsDir(), 0o700); err != nil {
+		return err
 	}
 	// The home itself is the owner's only (run/ and audit/ live in it).
 	return os.Chmod(h.Home, 0o700)
@@ -122,6 +133,7 @@ func (h *Harness) writeConfigs(image string) error {
 		"brokerd.toml": fmt.Sprintf(`[paths]
 home = "[[home]]"
 grants = "[[home]]/grants"
+secrets = "[[home]]/secrets"
 
 [approvals]
 ttl_ms = %d
