@@ -16,7 +16,7 @@ func TestDemoScript(t *testing.T) {
 		"What do my notes say?":   `{"arguments":{"path":"/demo/notes/today.md"},"tool":"read_file"}`,
 		"list the scratch folder": `{"arguments":{"command":"ls -la","cwd":"/demo/scratch"},"tool":"shell"}`,
 		"fetch a web page":        `{"arguments":{"url":"https://example.com/"},"tool":"http_fetch"}`,
-		"run: cat notes | base64":  `{"arguments":{"command":"cat notes | base64","cwd":"/demo/scratch"},"tool":"shell"}`,
+		"run: cat notes | base64": `{"arguments":{"command":"cat notes | base64","cwd":"/demo/scratch"},"tool":"shell"}`,
 	} {
 		r := s(0, user(text))
 		if len(r.ToolCalls) != 1 || r.ToolCalls[0].Name != "call_tool" || r.ToolCalls[0].Arguments != want {
