@@ -29,6 +29,7 @@ import (
 // cleanup, then the sockets.
 type brokerd struct {
 	home, grants, secrets, socket string
+	podman                        string // the Podman service's socket URL
 	srv                           *serve.Server
 	rt                            *podman.Runtime
 	log                           *lockedBuffer // everything brokerd logged
@@ -54,7 +55,7 @@ func startBrokerd(t testing.TB) *brokerd {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	b := &brokerd{home: filepath.Join(dir, "home"), grants: filepath.Join(dir, "grants"), secrets: filepath.Join(dir, "secrets"), rt: rt, log: log}
+	b := &brokerd{home: filepath.Join(dir, "home"), grants: filepath.Join(dir, "grants"), secrets: filepath.Join(dir, "secrets"), rt: rt, log: log, podman: socket}
 	cfg, err := config.Parse("brokerd.toml", []byte(fmt.Sprintf("[paths]\nhome = %q\ngrants = %q\nsecrets = %q\n", b.home, b.grants, b.secrets)), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -1,11 +1,17 @@
 package podman_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/containers/podman/v5/pkg/bindings"
+	"github.com/containers/podman/v5/pkg/bindings/containers"
 
 	"boxmaker/roles/brokerd/internal/redact"
 	"boxmaker/wire"
@@ -102,6 +108,22 @@ func TestSecretFileLeakAttempts(t *testing.T) {
 		t.Errorf("a later call without the secret: %#v", msg)
 	}
 
+	// What Podman keeps of a running call's container: the tmpfs, not the
+	// value.
+	inspected := make(chan string, 1)
+	go func() { inspected <- inspectWhileRunning(b.podman, "shell", 20*time.Second) }()
+	msg = b.call(t, wire.ToolRequest{Session: session, Call: 3, Tool: "shell", Arguments: fmt.Sprintf(`{"command":%q,"cwd":%q}`, `test -s "$BOXMAKER_SECRET_FILE" && sleep 2 && echo slept`, work)})
+	if r, ok := msg.(wire.ResultResponse); !ok || r.Content != "slept\n" {
+		t.Errorf("the slow call: %#v", msg)
+	}
+	inspect := <-inspected
+	if !strings.Contains(inspect, "/run/boxmaker/secret") {
+		t.Errorf("no running container was inspected: %s", inspect)
+	}
+	if leaks.String(inspect) != inspect {
+		t.Errorf("podman inspect shows the secret:\n%s", inspect)
+	}
+
 	// Nothing of the value anywhere brokerd writes or says.
 	scanTree(t, leaks, b.home)
 	if text := b.log.String(); leaks.String(text) != text {
@@ -112,6 +134,28 @@ func TestSecretFileLeakAttempts(t *testing.T) {
 			t.Error("an empty answer")
 		}
 	}
+}
+
+// inspectWhileRunning returns podman inspect of the first running
+// container of tool, as JSON, once one appears (within wait), or why not.
+func inspectWhileRunning(socket, tool string, wait time.Duration) string {
+	ctx, err := bindings.NewConnection(context.Background(), socket)
+	if err != nil {
+		return err.Error()
+	}
+	for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		list, err := containers.List(ctx, new(containers.ListOptions).WithFilters(map[string][]string{"label": {"boxmaker.tool=" + tool}}))
+		if err != nil || len(list) == 0 {
+			continue
+		}
+		data, err := containers.Inspect(ctx, list[0].ID, nil)
+		if err != nil {
+			continue
+		}
+		b, _ := json.Marshal(data)
+		return string(b)
+	}
+	return "no container of " + tool + " appeared"
 }
 
 // scanTree fails for every file under dir that holds the secret in a form
