@@ -43,7 +43,7 @@ func TestBadRequestsAreFailedWithStatus2(t *testing.T) {
 		"not json":       "hello\n",
 		"unknown member": `{"tool":"read_file","path":"/x","content":null,"command":null,"cwd":null,"url":null,"proxy":null,"output_bytes":10,"mounts":[],"extra":1}` + "\n",
 		"missing member": `{"tool":"read_file","path":"/x"}` + "\n",
-		"zero cap":       `{"tool":"read_file","path":"/x","content":null,"command":null,"cwd":null,"url":null,"proxy":null,"output_bytes":0,"mounts":[]}` + "\n",
+		"zero cap":       `{"tool":"read_file","path":"/x","content":null,"command":null,"cwd":null,"url":null,"proxy":null,"output_bytes":0,"mounts":[],"header":null,"ca":null,"secret":null}` + "\n",
 	} {
 		res, code := callRaw(t, in)
 		if code != exitBadRequest || res.Status != "failed" || !strings.HasPrefix(res.Text, "toolkit: ") {
