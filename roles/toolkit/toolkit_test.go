@@ -41,7 +41,7 @@ func TestBadRequestsAreFailedWithStatus2(t *testing.T) {
 	for name, in := range map[string]string{
 		"empty":          "",
 		"not json":       "hello\n",
-		"unknown member": `{"tool":"read_file","path":"/x","content":null,"command":null,"cwd":null,"url":null,"proxy":null,"output_bytes":10,"mounts":[],"extra":1}` + "\n",
+		"unknown member": `{"tool":"read_file","path":"/x","content":null,"command":null,"cwd":null,"url":null,"proxy":null,"output_bytes":10,"mounts":[],"header":null,"ca":null,"secret":null,"extra":1}` + "\n",
 		"missing member": `{"tool":"read_file","path":"/x"}` + "\n",
 		"zero cap":       `{"tool":"read_file","path":"/x","content":null,"command":null,"cwd":null,"url":null,"proxy":null,"output_bytes":0,"mounts":[],"header":null,"ca":null,"secret":null}` + "\n",
 	} {
