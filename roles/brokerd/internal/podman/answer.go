@@ -68,7 +68,15 @@ func parseAnswer(out []byte, req request) (answer, error) {
 	}
 	var r toolkitResponse
 	if err := wire.Unmarshal(line, &r); err != nil {
-		return answer{}, fmt.Errorf("%w: it does not parse: %v", errBadAnswer, err)
+		// The kind, not the parser's text: that quotes member names, and
+		// the line is the container's bytes, which for a call with a
+		// secret may hold it in a form redaction does not know (a JSON
+		// pointer writes '/' as "~1"). run prints this to brokerd's log.
+		kind := "not JSON"
+		if de := (*wire.DecodeError)(nil); errors.As(err, &de) {
+			kind = de.Kind.String()
+		}
+		return answer{}, fmt.Errorf("%w: it does not parse (%s)", errBadAnswer, kind)
 	}
 	for _, m := range []struct{ name, s string }{{"head", r.Head}, {"text", r.Text}, {"tail", r.Tail}} {
 		switch {
@@ -89,7 +97,7 @@ func parseAnswer(out []byte, req request) (answer, error) {
 		return answer{Status: r.Status, Text: r.Text}, nil
 	case "result":
 	default:
-		return answer{}, fmt.Errorf("%w: status %q", errBadAnswer, r.Status)
+		return answer{}, fmt.Errorf("%w: an unknown status of %d bytes", errBadAnswer, len(r.Status))
 	}
 	if len(r.Head) > wire.ToolkitNoteBytes || len(r.Tail) > wire.ToolkitNoteBytes {
 		return answer{}, fmt.Errorf("%w: notes of %d and %d bytes, over %d", errBadAnswer, len(r.Head), len(r.Tail), wire.ToolkitNoteBytes)

@@ -83,6 +83,37 @@ func TestAnswersBrokerdRefuses(t *testing.T) {
 	}
 }
 
+// TestARefusedAnswerQuotesNothingOfIt: the answer line is the container's
+// bytes, and a refusal's text goes to brokerd's log (run) as well as to the
+// model; for a call with a secret it may hold the value, in a form (a JSON
+// pointer's ~1 for '/', Go's quoting) that redaction does not know. So the
+// refusal says what rule broke, never what the line held.
+func TestARefusedAnswerQuotesNothingOfIt(t *testing.T) {
+	const leak = "sk-live/Zq8~pV3xT9"
+	req := request{cap: 10}
+	for name, line := range map[string]string{
+		"an unknown member":     `{"status":"result","head":"","text":"","tail":"","` + leak + `":1}`,
+		"a member out of place": `{"status":"result","` + leak + `":1,"head":"","text":"","tail":""}`,
+		"a duplicate member":    `{"` + leak + `":1,"` + leak + `":2}`,
+		"a syntax error":        `{"status":"result","head":"","text":"","tail":"","` + leak + ` x"}`,
+		"an unknown status":     `{"status":"` + leak + `","head":"","text":"x","tail":""}`,
+		"a wrong type":          `{"status":"result","head":"","text":["` + leak + `"],"tail":""}`,
+	} {
+		_, err := parseAnswer([]byte(line+"\n"), req)
+		if err == nil || !errors.Is(err, errBadAnswer) {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		msg := err.Error()
+		for _, form := range []string{leak, "Zq8", strings.NewReplacer("~", "~0", "/", "~1").Replace(leak)} {
+			if strings.Contains(msg, form) {
+				t.Errorf("%s: the refusal quotes the line: %s", name, msg)
+				break
+			}
+		}
+	}
+}
+
 // TestAnswerBufferStopsAtItsLimit: the attach stream is cut once the
 // container has written more than any answer can be.
 func TestAnswerBufferStopsAtItsLimit(t *testing.T) {

@@ -101,9 +101,19 @@ func TestSecretFileLeakAttempts(t *testing.T) {
 	if !ok || r.Content != want {
 		t.Errorf("inside the container: %#v, want %q", msg, want)
 	}
+	// The grant's folder is there to read, not to write: a copy of the
+	// value left in it would outlive the call, with no taint on it.
+	msg = b.call(t, wire.ToolRequest{Session: session, Call: 2, Tool: "shell",
+		Arguments: fmt.Sprintf(`{"command":"cp \"$BOXMAKER_SECRET_FILE\" leak; rev \"$BOXMAKER_SECRET_FILE\" > rev","cwd":%q}`, work)})
+	if r, ok := msg.(wire.ResultResponse); !ok || !strings.Contains(r.Content, "Read-only file system") {
+		t.Errorf("writing into the grant's folder: %#v", msg)
+	}
+	if names, err := os.ReadDir(work); err != nil || len(names) != 0 {
+		t.Errorf("the grant's folder holds %v (%v)", names, err)
+	}
 	plain := t.TempDir()
 	writeGrant(t, b, "shell.toml", fmt.Sprintf("tool = \"shell\"\nmode = \"auto\"\nmax_taint = \"secret\"\n[constraints]\npaths = [%q]\n", plain))
-	msg = b.call(t, wire.ToolRequest{Session: session, Call: 2, Tool: "shell", Arguments: fmt.Sprintf(`{"command":"ls -a /run/boxmaker/secret; echo ${BOXMAKER_SECRET_FILE:-none}","cwd":%q}`, plain)})
+	msg = b.call(t, wire.ToolRequest{Session: session, Call: 3, Tool: "shell", Arguments: fmt.Sprintf(`{"command":"ls -a /run/boxmaker/secret; echo ${BOXMAKER_SECRET_FILE:-none}","cwd":%q}`, plain)})
 	if r, ok := msg.(wire.ResultResponse); !ok || !strings.HasSuffix(r.Content, "none\n") || strings.Contains(r.Content, "api-key") {
 		t.Errorf("a later call without the secret: %#v", msg)
 	}

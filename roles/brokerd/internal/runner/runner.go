@@ -147,16 +147,24 @@ func Run(ctx context.Context, d policy.Decision, rt Runtime) (Result, error) {
 
 // specFor is M3a §7's table: read_file gets the matched grant path
 // read-only, write_file the matched path writable, shell every path of the
-// grant writable, http_fetch no mount and the grant's hosts as egress.
+// grant writable (read-only when the grant hands it a secret), http_fetch
+// no mount and the grant's hosts as egress.
 func specFor(a policy.Allowed) *RunSpec {
 	s := &RunSpec{tool: a.Tool(), args: a.Args()}
 	if use, ok := a.Secret(); ok {
 		s.secret = &use
 	}
+	// A shell that holds its grant's secret writes nothing of the host: a
+	// file it wrote there would keep the value outside the secrets
+	// directory, where no taint follows it (another session's read_file
+	// is classed by its own grant, and may run before this call's result
+	// raises the floor). Its output, which is class secret, is its only way
+	// out.
+	writable := a.Tool() == policy.WriteFile || a.Tool() == policy.Shell && s.secret == nil
 	switch a.Tool() {
 	case policy.ReadFile, policy.WriteFile, policy.Shell:
 		for _, p := range a.Paths() {
-			s.mounts = append(s.mounts, Mount{Path: p, Writable: a.Tool() != policy.ReadFile})
+			s.mounts = append(s.mounts, Mount{Path: p, Writable: writable})
 		}
 		s.mounts = outermost(s.mounts)
 	case policy.HTTPFetch:

@@ -145,3 +145,29 @@ func TestNestedMountsDropped(t *testing.T) {
 		t.Fatalf("mounts %+v, want %+v", got, want)
 	}
 }
+
+// TestASecretShellGetsNoWritableMount: a shell call that holds its grant's
+// secret as a file may read the grant's paths but write none of them. A
+// write there would put the value on the host's disk, outside the secrets
+// directory, in a file no taint follows: a read_file of it from another
+// session is classed by the read_file grant, and a session that reads it
+// while the secret call still runs, before the floor rises, can send it
+// anywhere its grants allow.
+func TestASecretShellGetsNoWritableMount(t *testing.T) {
+	dir := grants(t, map[string]string{
+		"shell.toml": "tool = \"shell\"\n" + auto + "result_class = \"secret\"\nsecret = \"deploy_key\"\nsecret_deliver = \"file\"\n" +
+			"[constraints]\npaths = [\"/srv/site\", \"/srv/in\"]\n",
+	})
+	rt := &runnertest.Recording{Output: runner.Output{Content: "ok"}}
+	if _, err := runner.Run(context.Background(), decide(t, dir, "shell", `{"command":"cp \"$BOXMAKER_SECRET_FILE\" .","cwd":"/srv/site"}`), rt); err != nil {
+		t.Fatal(err)
+	}
+	spec := rt.Specs()[0]
+	if use, ok := spec.Secret(); !ok || !use.File {
+		t.Fatalf("the spec carries no file secret: %+v", use)
+	}
+	want := []runner.Mount{{Path: "/srv/site"}, {Path: "/srv/in"}}
+	if got := spec.Mounts(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("mounts %+v, want %+v (read-only)", got, want)
+	}
+}
