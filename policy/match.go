@@ -27,7 +27,12 @@ func matchGrants(set *GrantSet, args Args, taint wire.DataClass, now wire.Timest
 		// still be told apart as "only by expiry" (taint and constraints pass).
 		expired := g.g.Expires != nil && now >= *g.g.Expires
 		tainted := taint > g.g.MaxTaint
-		path, covered := covers(g, args)
+		path, covered := covers(g, args, g.g.Constraints.Hosts)
+		// A host the grant covers but not at this taint is ruled out by
+		// taint (hostsAt).
+		if _, ok := covers(g, args, hostsAt(g, taint)); covered && !ok {
+			tainted = true
+		}
 		switch {
 		case expired:
 			onlyExpiry = onlyExpiry || !tainted && covered
@@ -42,7 +47,7 @@ func matchGrants(set *GrantSet, args Args, taint wire.DataClass, now wire.Timest
 	}
 	switch {
 	case best != nil:
-		return newMatch(best, args, bestPath), 0
+		return newMatch(best, args, bestPath, taint), 0
 	case onlyExpiry:
 		return nil, wire.GrantExpired
 	case onlyTaint:
@@ -64,19 +69,35 @@ func rank(m wire.Mode) int {
 	return 4 // unreachable for a decoded grant; an unknown mode would be most restrictive
 }
 
-func newMatch(g *grant, args Args, path string) *match {
+func newMatch(g *grant, args Args, path string, taint wire.DataClass) *match {
 	switch args.(type) {
 	case ReadFileArgs, WriteFileArgs:
 		return &match{g: g, paths: []string{path}}
 	case ShellArgs:
 		return &match{g: g, paths: g.g.Constraints.Paths}
 	}
-	return &match{g: g, hosts: g.g.Constraints.Hosts}
+	return &match{g: g, hosts: hostsAt(g, taint)}
 }
 
-// covers is the "Covered when" column of M3a §3's tool table; path is the
-// longest matched grant path for read_file and write_file.
-func covers(g *grant, args Args) (path string, ok bool) {
+// hostsAt are the hosts an http_fetch grant covers, and its call's
+// egress, at session taint t. A grant that names a secret covers only the
+// hosts cleared for the secret (secret_hosts) once the session is secret,
+// which its own results make it: the session may then hold the value in a
+// form redaction cannot find (reversed, split), and the grant's other
+// hosts were not cleared to receive it. Without this, the max_taint =
+// "secret" that such a grant needs to be used twice would clear all its
+// hosts for the value (issue 15, review).
+func hostsAt(g *grant, t wire.DataClass) []string {
+	if g.g.Secret != nil && g.g.SecretHosts != nil && t >= wire.Secret {
+		return g.g.SecretHosts
+	}
+	return g.g.Constraints.Hosts
+}
+
+// covers is the "Covered when" column of M3a §3's tool table, with hosts
+// as the http_fetch grant's hosts; path is the longest matched grant path
+// for read_file and write_file.
+func covers(g *grant, args Args, hosts []string) (path string, ok bool) {
 	paths := g.g.Constraints.Paths
 	switch a := args.(type) {
 	case ReadFileArgs:
@@ -91,7 +112,7 @@ func covers(g *grant, args Args) (path string, ok bool) {
 		_, ok = longestInside(paths, *a.Cwd, false)
 		return "", ok
 	case HTTPFetchArgs:
-		for _, h := range g.g.Constraints.Hosts {
+		for _, h := range hosts {
 			if hostMatches(h, a.Host) {
 				return "", true
 			}

@@ -296,6 +296,17 @@ func oracleWith(c genCase, protected []string) expect {
 		covered, e := oracleCovers(c.tool, g, args)
 		expired := g.Expires != nil && !(c.now < *g.Expires)
 		tainted := c.taint > g.MaxTaint
+		// A grant with a secret, in a secret session, covers its
+		// secret_hosts alone.
+		if c.tool == "http_fetch" && g.Secret != nil && g.SecretHosts != nil && c.taint == wire.Secret {
+			narrowed := g
+			narrowed.Constraints.Hosts = g.SecretHosts
+			if ok, ne := oracleCovers(c.tool, narrowed, args); ok {
+				e = ne
+			} else if covered {
+				tainted = true
+			}
+		}
 		if expired && !tainted && covered {
 			onlyExpired = true
 		}

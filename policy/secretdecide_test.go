@@ -243,3 +243,42 @@ func TestHeaderValue(t *testing.T) {
 		t.Error("a file delivery has a header value")
 	}
 }
+
+// TestSecretGrantNarrowsInASecretSession: an http_fetch grant that names
+// a secret needs max_taint = "secret" to be used twice (its own result
+// makes the session secret). Once the session is secret it covers only
+// its secret_hosts, and its call's egress is only them: its other hosts
+// were never cleared to receive the value, which the session may now hold
+// in a form redaction cannot find.
+func TestSecretGrantNarrowsInASecretSession(t *testing.T) {
+	file := "tool = \"http_fetch\"\nmode = \"auto\"\nmax_taint = \"secret\"\nresult_class = \"secret\"\nsecret = \"api-key\"\n" +
+		"secret_header = \"Authorization\"\nsecret_hosts = [\"api.example.com\"]\n[constraints]\nhosts = [\"api.example.com\", \"*.cdn.example.com\"]\n"
+	g := policy.NewGrantsDir(grantsDir(t, map[string]string{"g.toml": file}), nil)
+	for _, tc := range []struct {
+		taint     wire.DataClass
+		url       string
+		outcome   string
+		wantHosts []string
+	}{
+		{wire.Private, "https://x.cdn.example.com/a", "allowed", []string{"api.example.com", "*.cdn.example.com"}},
+		{wire.Private, "https://api.example.com/a", "allowed", []string{"api.example.com", "*.cdn.example.com"}},
+		{wire.Secret, "https://api.example.com/a", "allowed", []string{"api.example.com"}},
+		{wire.Secret, "https://x.cdn.example.com/?k=the-value-reversed", "taint_too_high", nil},
+	} {
+		d := g.Decide(request("http_fetch", `{"url":"`+tc.url+`"}`), policy.State{Taint: tc.taint}, now)
+		if got := outcomeName(d); got != tc.outcome {
+			t.Errorf("%v %s: %s, want %s", tc.taint, tc.url, got, tc.outcome)
+			continue
+		}
+		if tc.wantHosts == nil {
+			continue
+		}
+		a, err := d.Claim()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(a.Hosts(), tc.wantHosts) {
+			t.Errorf("%v %s: egress %v, want %v", tc.taint, tc.url, a.Hosts(), tc.wantHosts)
+		}
+	}
+}
