@@ -102,10 +102,15 @@ func (x *exchange) run() {
 			x.refused("%s", why)
 			return
 		}
-		if x.up == nil && !x.dial() {
+		fresh := x.up == nil
+		if fresh && !x.dial() {
 			return
 		}
-		if x.hostHungUp() {
+		// Only a kept-alive connection can have gone stale; a fresh one
+		// may well have bytes waiting (a TLS 1.3 session ticket sent just
+		// after the handshake), and closing it would fail a request the
+		// tool's client does not retry.
+		if !fresh && x.hostHungUp() {
 			// Before anything is answered: the tool's client sees the
 			// connection close as the host's own, and retries on a new one.
 			return
