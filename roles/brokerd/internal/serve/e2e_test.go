@@ -61,7 +61,15 @@ func TestEndToEndInOneProcess(t *testing.T) {
 		}
 	})
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	eventually(t, "loop.sock", func() bool { _, err := os.Stat(loopSock); return err == nil })
+	// Listening, not only there: the socket file exists from bind(), a
+	// moment before listen() (a dial in between is refused).
+	eventually(t, "loop.sock", func() bool {
+		c, err := net.Dial("unix", loopSock)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
 
 	c := dial(t, loopSock)
 	if err := wire.WriteEnvelope(c, wire.Request(1, wire.Say{Text: "What do my notes say?"})); err != nil {
