@@ -64,6 +64,9 @@ func aclOnlyFor(b []byte, uid uint32) bool {
 	for i := 4; i < len(b); i += 8 {
 		e := entry{binary.LittleEndian.Uint16(b[i:]), binary.LittleEndian.Uint16(b[i+2:]), binary.LittleEndian.Uint32(b[i+4:])}
 		if e.tag == aclMask {
+			if hasMask {
+				return false // the kernel keeps one; two is not an ACL it wrote
+			}
 			mask, hasMask = e.perm&7, true
 		}
 		entries = append(entries, e)
