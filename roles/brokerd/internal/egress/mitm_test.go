@@ -251,6 +251,8 @@ func TestTheConnectionIsForItsHostOnly(t *testing.T) {
 		{"an absolute URL elsewhere", "GET https://plain.boxmaker.test/ HTTP/1.1\r\nHost: secret.boxmaker.test\r\n\r\n", `a request for the host "plain.boxmaker.test"`},
 		{"HTTP/1.0", "GET / HTTP/1.0\r\nHost: secret.boxmaker.test\r\n\r\n", "a request in HTTP/1.0"},
 		{"a WebSocket", "GET / HTTP/1.1\r\nHost: secret.boxmaker.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n", `a protocol upgrade (Upgrade: "websocket")`},
+		{"a Range", "GET / HTTP/1.1\r\nHost: secret.boxmaker.test\r\nRange: bytes=7-\r\n\r\n", "a request for part of a response (Range)"},
+		{"an If-Range", "GET / HTTP/1.1\r\nHost: secret.boxmaker.test\r\nif-range: x\r\n\r\n", "a request for part of a response (If-Range)"},
 		{"not HTTP", "\x00\x01SSH-2.0-OpenSSH\r\n\r\n", "the tool sent something that is not an HTTP/1.1 request"},
 		{"a huge header", "GET / HTTP/1.1\r\nHost: secret.boxmaker.test\r\nX-Big: " + strings.Repeat("a", 70<<10) + "\r\n\r\n", "a request header over 64 KiB"},
 	} {
