@@ -47,6 +47,8 @@ var importRules = []rule{
 		"the fake llama-server for offline tests (design card, M2); tests of any role may use it, no production package may (no rule lists it)"},
 	{"internal/tinymodel", nil,
 		"writes tiny GGUF models for tests against the real llama-server (issue 16); tests and .ci/llama-setup use it, no production package may (no rule lists it)"},
+	{"internal/syncbuf", nil,
+		"a goroutine-safe buffer for what tests capture of running output; tests of any package may use it, no production package may (no rule lists it)"},
 	{"internal/harness", nil,
 		"the demo's and end-to-end tests' process runner: it runs the built binaries and links nothing of ours, so it cannot bypass a role's boundary"},
 	{".", []string{"roles/loopd", "roles/brokerd", "roles/gatewayd", "roles/inferproxy", "roles/bxctl", "roles/toolkit", "wire", "runbook"},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"boxmaker/internal/harness"
+	"boxmaker/internal/syncbuf"
 )
 
 var sessionLine = regexp.MustCompile(`\[session (chat-[0-9a-z-]+), epoch`)
@@ -21,7 +22,7 @@ func TestKillingARoleMidTurn(t *testing.T) {
 			h, _ := start(t, 120000)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			var out syncBuf
+			var out syncbuf.Buffer
 			done := make(chan error, 1)
 			go func() { done <- h.Bxctl(ctx, nil, &out, &out, "chat", "--say", "What do my notes say?") }()
 			id := pendingApproval(t, h)
@@ -46,7 +47,7 @@ func TestKillingARoleMidTurn(t *testing.T) {
 			case "inferproxy":
 				// The approval still runs; the model can't be asked again,
 				// so the turn fails cleanly.
-				var a syncBuf
+				var a syncbuf.Buffer
 				if err := h.Bxctl(ctx, nil, &a, &a, "approve", id); err != nil {
 					t.Fatalf("approve: %v\n%s", err, a.String())
 				}
@@ -58,7 +59,7 @@ func TestKillingARoleMidTurn(t *testing.T) {
 				t.Fatal(err)
 			}
 			verify(t, h)
-			var next syncBuf
+			var next syncbuf.Buffer
 			if err := h.Bxctl(ctx, nil, &next, &next, "chat", "--session", session[1], "--say", "List the scratch folder."); err != nil ||
 				!strings.Contains(next.String(), "todo.txt") {
 				t.Fatalf("the session did not continue: %v\n%s", err, next.String())
@@ -72,7 +73,7 @@ func TestKillingARoleMidTurn(t *testing.T) {
 func pendingApproval(t *testing.T, h *harness.Harness) string {
 	t.Helper()
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		var out syncBuf
+		var out syncbuf.Buffer
 		if err := h.Bxctl(context.Background(), nil, &out, &out, "approvals"); err == nil && strings.Contains(out.String(), "grant notes-read") {
 			return strings.Fields(out.String())[0]
 		}

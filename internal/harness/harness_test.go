@@ -15,6 +15,7 @@ import (
 	"github.com/creack/pty"
 
 	"boxmaker/internal/harness"
+	"boxmaker/internal/syncbuf"
 	"boxmaker/wire"
 )
 
@@ -87,14 +88,14 @@ func (e *buildError) Error() string {
 	return strings.Join(e.args, " ") + ": " + e.err.Error() + "\n" + string(e.out)
 }
 
-func start(t testing.TB, ttlMs int) (*harness.Harness, *syncBuf) {
+func start(t testing.TB, ttlMs int) (*harness.Harness, *syncbuf.Buffer) {
 	t.Helper()
 	bin := build(t)
 	home, err := os.MkdirTemp("", "bxe2e-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := &syncBuf{}
+	log := &syncbuf.Buffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	h, err := harness.Start(ctx, harness.Options{Bin: bin, Home: home, Log: log, TTLMs: ttlMs})
@@ -113,28 +114,11 @@ func start(t testing.TB, ttlMs int) (*harness.Harness, *syncBuf) {
 	return h, log
 }
 
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // terminal is bxctl chat under a pseudo-terminal, as a person runs it.
 type terminal struct {
 	t   *testing.T
 	pty *os.File
-	out *syncBuf
+	out *syncbuf.Buffer
 	cmd *exec.Cmd
 }
 
@@ -146,7 +130,7 @@ func chat(t *testing.T, h *harness.Harness, args ...string) *terminal {
 	if err != nil {
 		t.Fatal(err)
 	}
-	term := &terminal{t: t, pty: f, out: &syncBuf{}, cmd: cmd}
+	term := &terminal{t: t, pty: f, out: &syncbuf.Buffer{}, cmd: cmd}
 	done := make(chan struct{})
 	go func() { defer close(done); _, _ = bytes.NewBuffer(nil).ReadFrom(teeReader{f, term.out}) }()
 	t.Cleanup(func() { f.Close(); _ = cmd.Process.Kill(); _ = cmd.Wait(); <-done })
@@ -155,7 +139,7 @@ func chat(t *testing.T, h *harness.Harness, args ...string) *terminal {
 
 type teeReader struct {
 	f   *os.File
-	out *syncBuf
+	out *syncbuf.Buffer
 }
 
 func (r teeReader) Read(p []byte) (int, error) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"boxmaker/internal/harness"
+	"boxmaker/internal/syncbuf"
 )
 
 // BenchmarkInferproxyRealChat is what inferproxy adds to a real chat
@@ -42,7 +43,7 @@ func BenchmarkInferproxyRealChat(b *testing.B) {
 	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	proxyLog := &syncBuf{}
+	proxyLog := &syncbuf.Buffer{}
 	startProcess(b, proxyLog, filepath.Join(bin, "inferproxy"), "serve", "--config", conf)
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if c, err := net.Dial("unix", sock); err == nil {
@@ -118,7 +119,7 @@ func startBareLlama(b *testing.B, server, model string) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	host, port, _ := net.SplitHostPort(addr)
-	log := &syncBuf{}
+	log := &syncbuf.Buffer{}
 	startProcess(b, log, server, "-m", model, "--jinja", "-c", "4096", "-np", "1", "-t", "1", "--host", host, "--port", port)
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if resp, err := http.Get("http://" + addr + "/health"); err == nil {

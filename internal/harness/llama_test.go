@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/internal/syncbuf"
 	"boxmaker/wire"
 )
 
@@ -90,11 +91,11 @@ func toolStep(t *testing.T, r *llamaRun) {
 		t.Fatal(err)
 	}
 	before := len(r.rec.chats())
-	var out syncBuf
+	var out syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() { done <- r.h.Bxctl(ctx, nil, &out, &out, "chat", "--say", "Read this: "+hostile) }()
 	id := waitApproval(t, r, done, &out)
-	var b syncBuf
+	var b syncbuf.Buffer
 	if err := r.h.Bxctl(ctx, nil, &b, &b, "approve", id); err != nil {
 		t.Fatalf("bxctl approve %s: %v\n%s", id, err, b.String())
 	}
@@ -219,7 +220,7 @@ func thinking(t *testing.T, r *llamaRun) {
 
 // waitApproval waits for one pending approval and returns its id; it fails
 // with the chat's output if the turn ends first.
-func waitApproval(t *testing.T, r *llamaRun, done chan error, out *syncBuf) string {
+func waitApproval(t *testing.T, r *llamaRun, done chan error, out *syncbuf.Buffer) string {
 	t.Helper()
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		select {
@@ -228,7 +229,7 @@ func waitApproval(t *testing.T, r *llamaRun, done chan error, out *syncBuf) stri
 			t.Fatalf("the turn ended (%v) with no approval pending:\n%s", err, out.String())
 		default:
 		}
-		var b syncBuf
+		var b syncbuf.Buffer
 		if err := r.h.Bxctl(context.Background(), nil, &b, &b, "approvals"); err == nil && strings.Contains(b.String(), "grant notes-read") {
 			return strings.Fields(b.String())[0]
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"boxmaker/internal/harness"
+	"boxmaker/internal/syncbuf"
 	"boxmaker/internal/tinymodel"
 )
 
@@ -76,7 +77,7 @@ type llamaRun struct {
 	rec     *recorder
 	server  string // llama-server's own URL, for /tokenize
 	prompts string // --log-prompts-dir: every prompt it rendered
-	log     *syncBuf
+	log     *syncbuf.Buffer
 }
 
 // startLlama starts every role as its own process, with llama-server on
@@ -101,7 +102,7 @@ func startLlama(t *testing.T, first harness.Model) *llamaRun {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(home) })
-	r := &llamaRun{home: home, prompts: filepath.Join(home, "prompts"), log: &syncBuf{}}
+	r := &llamaRun{home: home, prompts: filepath.Join(home, "prompts"), log: &syncbuf.Buffer{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	r.h, err = harness.Start(ctx, harness.Options{Bin: bin, Home: home, Log: r.log,
@@ -138,7 +139,7 @@ func (r *llamaRun) say(t *testing.T, session, text string) (out, id string) {
 	if session != "" {
 		args = append(args, "--session", session)
 	}
-	var b syncBuf
+	var b syncbuf.Buffer
 	if err := r.h.Bxctl(ctx, nil, &b, &b, args...); err != nil {
 		t.Fatalf("bxctl %s: %v\n%s", strings.Join(args, " "), err, b.String())
 	}

@@ -11,9 +11,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"boxmaker/internal/syncbuf"
 )
 
 // The models checked against llama.cpp's own llama-server. The tool call
@@ -36,24 +37,6 @@ func llamaServer(t *testing.T) string {
 	return bin
 }
 
-// lockedBuffer collects the server's output for a failure message.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // serve writes the model and starts llama-server on it (one thread, to
 // share the CPU), stopped at the test's end; it returns the base URL.
 func serve(t *testing.T, o Options) string {
@@ -69,7 +52,7 @@ func serve(t *testing.T, o Options) string {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	out := &lockedBuffer{}
+	out := &syncbuf.Buffer{}
 	cmd := exec.Command(bin, "-m", path, "--jinja", "-c", "4096", "-np", "1", "-t", "1",
 		"--host", "127.0.0.1", "--port", fmt.Sprint(port))
 	cmd.Stdout, cmd.Stderr = out, out

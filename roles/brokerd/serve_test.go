@@ -1,17 +1,16 @@
 package brokerd
 
 import (
-	"bytes"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"boxmaker/audit"
+	"boxmaker/internal/syncbuf"
 	"boxmaker/wire"
 )
 
@@ -34,26 +33,9 @@ func home(t *testing.T) (dir, config string) {
 }
 
 func runServe(args ...string) (int, string, string) {
-	var out, errs syncBuf
+	var out, errs syncbuf.Buffer
 	code := Main("brokerd", append([]string{"serve"}, args...), strings.NewReader(""), &out, &errs)
 	return code, out.String(), errs.String()
-}
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestServeConfigErrors(t *testing.T) {
@@ -150,7 +132,7 @@ func copyLog(t *testing.T, from, to string) {
 func TestServeRunsUntilSIGTERM(t *testing.T) {
 	dir, config := home(t)
 	copyLog(t, "../../fixtures/audit/changed-byte/audit", filepath.Join(dir, "audit"))
-	var out, errs syncBuf
+	var out, errs syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- Main("brokerd", []string{"serve", "--config", config, "--accept-break"}, strings.NewReader(""), &out, &errs)

@@ -2,7 +2,6 @@ package inferproxy
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"io"
 	"net"
@@ -15,31 +14,14 @@ import (
 	"time"
 
 	"boxmaker/internal/fakellama"
+	"boxmaker/internal/syncbuf"
 )
-
-// lockedBuffer is a log destination several goroutines may write.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // running is an inferproxy under test.
 type running struct {
 	socket string
 	client *http.Client
-	log    *lockedBuffer
+	log    *syncbuf.Buffer
 	stop   func() error // cancels Serve and returns its error
 }
 
@@ -56,7 +38,7 @@ func startProxy(t testing.TB, upstream string, maxBody int64, grace time.Duratio
 func startWith(t testing.TB, cfg *Config, grace time.Duration) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	ready := make(chan struct{})
 	done := make(chan error, 1)
 	go func() { done <- serve(ctx, cfg, logs, grace, ready) }()

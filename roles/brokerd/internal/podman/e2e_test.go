@@ -2,7 +2,6 @@ package podman_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -11,11 +10,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"boxmaker/audit"
+	"boxmaker/internal/syncbuf"
 	brokerdrole "boxmaker/roles/brokerd"
 	"boxmaker/roles/brokerd/internal/config"
 	"boxmaker/roles/brokerd/internal/podman"
@@ -32,7 +31,7 @@ type brokerd struct {
 	podman                        string // the Podman service's socket URL
 	srv                           *serve.Server
 	rt                            *podman.Runtime
-	log                           *lockedBuffer // everything brokerd logged
+	log                           *syncbuf.Buffer // everything brokerd logged
 }
 
 func startBrokerd(t testing.TB) *brokerd {
@@ -42,7 +41,7 @@ func startBrokerd(t testing.TB) *brokerd {
 	socket := podmantest.PrivateSocket(t)
 	pc := podman.DefaultConfig()
 	pc.Socket, pc.Image, pc.TimeoutMS = socket, podmantest.Image(t, socket), 10_000
-	log := &lockedBuffer{}
+	log := &syncbuf.Buffer{}
 	rt, err := podman.New(context.Background(), pc, io.MultiWriter(os.Stderr, log), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -79,24 +78,6 @@ func startBrokerd(t testing.TB) *brokerd {
 }
 
 type testWriter struct{ t testing.TB }
-
-// lockedBuffer is a bytes.Buffer that goroutines may write at once.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func (w testWriter) Write(p []byte) (int, error) { w.t.Logf("%s", p); return len(p), nil }
 

@@ -11,6 +11,7 @@ import (
 
 	"boxmaker/audit"
 	"boxmaker/internal/fakellama"
+	"boxmaker/internal/syncbuf"
 	"boxmaker/roles/loopd"
 	"boxmaker/wire"
 )
@@ -54,7 +55,7 @@ func TestEndToEndInOneProcess(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	loopErr := &syncBuf{}
+	loopErr := &syncbuf.Buffer{}
 	wg.Go(func() {
 		if err := loopd.Serve(ctx, cfg, loopErr); err != nil {
 			t.Errorf("loopd: %v\n%s", err, loopErr.String())

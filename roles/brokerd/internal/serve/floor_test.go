@@ -96,7 +96,7 @@ func TestTaintFloorUnreadable(t *testing.T) {
 			t.Fatal(err)
 		}
 		var err error
-		h.stderr.b.Reset()
+		h.stderr.Reset()
 		if h.srv, err = Start(Options{Config: h.cfg, Runtime: h.rt, Stderr: h.stderr}); err != nil {
 			t.Fatal(err)
 		}

@@ -2,7 +2,6 @@ package serve
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"io/fs"
@@ -10,12 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"boxmaker/audit"
+	"boxmaker/internal/syncbuf"
 	"boxmaker/policy"
 	"boxmaker/roles/brokerd/internal/config"
 	"boxmaker/roles/brokerd/internal/runner"
@@ -33,24 +32,6 @@ const (
 	grantSecr  = "tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\nresult_class = \"secret\"\nuntrusted = true\n[constraints]\npaths = [\"/data/secret\"]\n"
 	grantShell = "tool = \"shell\"\nmode = \"ask\"\nmax_taint = \"private\"\n[constraints]\npaths = [\"/home/kyle/scratch\"]\n"
 )
-
-// syncBuf is a Writer safe for the server's goroutines.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // failingFile fails writes while its harness says so.
 type failingFile struct {
@@ -85,7 +66,7 @@ type harness struct {
 	cfg       config.Config
 	rt        *runnertest.Recording
 	srv       *Server
-	stderr    *syncBuf
+	stderr    *syncbuf.Buffer
 	failAudit atomic.Bool
 	states    *failingStates
 	// beforeRun, when set, is called as the runtime starts a run.
@@ -113,7 +94,7 @@ func start(t *testing.T, grants map[string]string, opts ...option) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	h := &harness{t: t, dir: dir, stderr: &syncBuf{}, rt: &runnertest.Recording{Output: runner.Output{Content: "file content"}}}
+	h := &harness{t: t, dir: dir, stderr: &syncbuf.Buffer{}, rt: &runnertest.Recording{Output: runner.Output{Content: "file content"}}}
 	home := filepath.Join(dir, "home")
 	// The secrets directory is not made: the tests that need one do
 	// (harness.secret).

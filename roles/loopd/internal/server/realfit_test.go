@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/internal/syncbuf"
 	"boxmaker/roles/loopd/internal/config"
 	"boxmaker/roles/loopd/internal/sessionlog"
 	"boxmaker/wire"
@@ -52,7 +53,7 @@ func (l *realLlama) promptTexts(t *testing.T) []string {
 // liveLoopd is loopd serving until stop.
 type liveLoopd struct {
 	cfg    config.Config
-	stderr *syncBuf
+	stderr *syncbuf.Buffer
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -60,7 +61,7 @@ type liveLoopd struct {
 func runLoopd(t *testing.T, cfg config.Config) *liveLoopd {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	d := &liveLoopd{cfg: cfg, stderr: &syncBuf{}, cancel: cancel, done: make(chan error, 1)}
+	d := &liveLoopd{cfg: cfg, stderr: &syncbuf.Buffer{}, cancel: cancel, done: make(chan error, 1)}
 	ready := make(chan struct{})
 	go func() {
 		d.done <- Run(ctx, Options{Config: cfg, Stderr: d.stderr, Port: hostilePort{"ok"}, Ready: func() { close(ready) }})
@@ -327,7 +328,7 @@ func TestRealLlamaToolResultTooLarge(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	ready := make(chan struct{})
-	var stderr syncBuf
+	var stderr syncbuf.Buffer
 	big := strings.Repeat(marker+" is a forest animal related to the giraffe. ", 200)
 	go func() {
 		done <- Run(ctx, Options{Config: cfg, Stderr: &stderr, Port: hostilePort{big}, Ready: func() { close(ready) }})

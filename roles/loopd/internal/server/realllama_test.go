@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/internal/syncbuf"
 	"boxmaker/roles/inferproxy"
 	"boxmaker/roles/loopd/internal/llama"
 	"boxmaker/roles/loopd/internal/neutral"
@@ -89,7 +90,7 @@ func launchLlama(t *testing.T, model string, args ...string) *realLlama {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	l := &realLlama{url: fmt.Sprintf("http://127.0.0.1:%d", port), prompts: filepath.Join(t.TempDir(), "prompts")}
-	var out syncBuf
+	var out syncbuf.Buffer
 	cmd := exec.Command(bin, append([]string{"-m", model, "--jinja", "-t", "1",
 		"--host", "127.0.0.1", "--port", fmt.Sprint(port), "--log-prompts-dir", l.prompts}, args...)...)
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -221,7 +222,7 @@ func TestRealLlamaNeutralisesTheModelsTokens(t *testing.T) {
 
 	ready := make(chan struct{})
 	done := make(chan error, 1)
-	var stderr syncBuf
+	var stderr syncbuf.Buffer
 	go func() {
 		done <- Run(ctx, Options{Config: cfg, Stderr: &stderr, Port: hostilePort{hostile.String()}, Ready: func() { close(ready) }})
 	}()
@@ -302,14 +303,14 @@ func TestRealLlamaNeutralisesTheModelsTokens(t *testing.T) {
 
 // startInferproxy runs inferproxy from socket to the llama-server at
 // upstream until the test ends, and returns its log for failure messages.
-func startInferproxy(t *testing.T, upstream, socket string) *syncBuf {
+func startInferproxy(t *testing.T, upstream, socket string) *syncbuf.Buffer {
 	t.Helper()
 	pcfg := &inferproxy.Config{}
 	pcfg.Upstream.URL = upstream
 	pcfg.Listen.Socket = socket
 	pcfg.Limits.MaxRequestBytes = inferproxy.DefaultMaxRequestBytes
 	ctx, cancel := context.WithCancel(context.Background())
-	plog := &syncBuf{}
+	plog := &syncbuf.Buffer{}
 	pdone := make(chan error, 1)
 	go func() { pdone <- inferproxy.Serve(ctx, pcfg, plog) }()
 	t.Cleanup(func() { cancel(); <-pdone })

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/internal/syncbuf"
 	"boxmaker/roles/loopd/internal/config"
 	"boxmaker/roles/loopd/internal/sessionlog"
 	"boxmaker/wire"
@@ -29,7 +30,7 @@ func startLlamaSlots(t *testing.T, model string, np int) string {
 
 // startLoopd runs loopd in this process (runLoopd) and returns how to stop
 // it and its stderr.
-func startLoopd(t *testing.T, cfg config.Config) (stop func(), stderr *syncBuf) {
+func startLoopd(t *testing.T, cfg config.Config) (stop func(), stderr *syncbuf.Buffer) {
 	t.Helper()
 	d := runLoopd(t, cfg)
 	return d.stop, d.stderr

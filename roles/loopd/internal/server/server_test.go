@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -10,11 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"boxmaker/internal/fakellama"
+	"boxmaker/internal/syncbuf"
 	"boxmaker/roles/loopd/internal/config"
 	"boxmaker/wire"
 )
@@ -66,24 +65,6 @@ func startFake(t *testing.T, sock string, opts fakellama.Options) *fakellama.Ser
 	return srv
 }
 
-// syncBuf is a Writer safe for the server's goroutines.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestSelftestFails(t *testing.T) {
 	cfg, _ := setup(t)
 	os.Remove(filepath.Join(cfg.Paths.Home, "memory", "core.md"))
@@ -113,7 +94,7 @@ func TestServe(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
 	done := make(chan error, 1)
-	var stderr syncBuf
+	var stderr syncbuf.Buffer
 	go func() {
 		done <- Run(ctx, Options{Config: cfg, Stderr: &stderr, Ready: func() { close(ready) },
 			Now: func() time.Time { return time.Date(2026, 9, 17, 8, 5, 0, 0, time.UTC) }})

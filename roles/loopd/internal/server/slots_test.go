@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"boxmaker/internal/fakellama"
+	"boxmaker/internal/syncbuf"
 )
 
 // loopd learns the server's slots from /props at start and says how many
@@ -45,7 +46,7 @@ func TestServeLearnsSlots(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			ready := make(chan struct{})
 			done := make(chan error, 1)
-			var stderr syncBuf
+			var stderr syncbuf.Buffer
 			go func() { done <- Run(ctx, Options{Config: cfg, Stderr: &stderr, Ready: func() { close(ready) }}) }()
 			select {
 			case <-ready:
