@@ -160,6 +160,25 @@ func newMatcher(pat []byte, fold bool) (m matcher, ok bool) {
 	return m, m.at >= 0
 }
 
+// step is KMP's move on one byte of text from state q (how much of pat
+// is matched): the new state, and whether an occurrence just ended, in
+// which case the state is already the border it goes on from.
+func (m *matcher) step(q int, c byte) (int, bool) {
+	if m.fold {
+		c = lower[c]
+	}
+	for q > 0 && m.pat[q] != c {
+		q = m.fail[q-1]
+	}
+	if m.pat[q] == c {
+		q++
+	}
+	if q == len(m.pat) {
+		return m.fail[q-1], true
+	}
+	return q, false
+}
+
 // each calls fn with the start of every occurrence of m.pat in t, in order.
 func (m *matcher) each(t []byte, fn func(start int)) {
 	n := len(m.pat)
@@ -175,20 +194,11 @@ func (m *matcher) each(t []byte, fn func(start int)) {
 		// whole is linear.
 		j, q := i+k, 0
 		for j < len(t) {
-			c := t[j]
-			if m.fold {
-				c = lower[c]
-			}
-			for q > 0 && m.pat[q] != c {
-				q = m.fail[q-1]
-			}
-			if m.pat[q] == c {
-				q++
-			}
+			var found bool
+			q, found = m.step(q, t[j])
 			j++
-			if q == n {
+			if found {
 				fn(j - n)
-				q = m.fail[n-1]
 			}
 			if q == 0 {
 				break

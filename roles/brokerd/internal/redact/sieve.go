@@ -78,19 +78,9 @@ func (sv *sieve) scan(t []byte, fn func(i, start int)) {
 			j, q = pr.end, pr.q
 		}
 		for ; j < to; j++ {
-			c := t[j]
-			if m.fold {
-				c = lower[c]
-			}
-			for q > 0 && m.pat[q] != c {
-				q = m.fail[q-1]
-			}
-			if m.pat[q] == c {
-				q++
-			}
-			if q == len(m.pat) {
+			var found bool
+			if q, found = m.step(q, t[j]); found {
 				fn(i, j+1-len(m.pat))
-				q = m.fail[q-1]
 			}
 		}
 		if j > pr.end {
