@@ -1,9 +1,7 @@
 package policy
 
 import (
-	"fmt"
 	"slices"
-	"strings"
 
 	"boxmaker/wire"
 )
@@ -113,24 +111,4 @@ func secretUse(g wire.Grant) *SecretUse {
 		u.Hosts = slices.Clone(g.Constraints.Hosts)
 	}
 	return u
-}
-
-// HeaderValue is the header's value for this use: Format with "{}"
-// replaced by value. A value holding a byte that cannot stand in a header
-// (a control character other than tab, or DEL) is refused, so a secret
-// file can never add a header line; the error names the secret and the
-// byte's position, never the value.
-func (u SecretUse) HeaderValue(value []byte) ([]byte, error) {
-	if u.File || u.Header == "" {
-		return nil, fmt.Errorf("policy: secret %q is not delivered in a header", u.Name)
-	}
-	for i, c := range value {
-		if c < 0x20 && c != '\t' || c == 0x7f {
-			return nil, fmt.Errorf("policy: secret %q cannot go in header %s: byte %d of its value is a control character\n%s",
-				u.Name, u.Header, i, RunbookSecretFileUnsafe)
-		}
-	}
-	before, after, _ := strings.Cut(u.Format, "{}")
-	out := make([]byte, 0, len(before)+len(value)+len(after))
-	return append(append(append(out, before...), value...), after...), nil
 }

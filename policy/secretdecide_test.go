@@ -224,26 +224,6 @@ func TestGrantsCheckReportsSecrets(t *testing.T) {
 	}
 }
 
-// TestHeaderValue: the format with the value in place of "{}", and a value
-// that could end the header line refused without being quoted.
-func TestHeaderValue(t *testing.T) {
-	u := policy.SecretUse{Name: "api-key", Header: "Authorization", Format: "Bearer {}!"}
-	got, err := u.HeaderValue([]byte("tok\ten"))
-	if err != nil || string(got) != "Bearer tok\ten!" {
-		t.Errorf("HeaderValue = %q, %v", got, err)
-	}
-	for _, bad := range []string{"tok\r\nX-Evil: 1", "tok\x00", "tok\x7f", "tok\n"} {
-		_, err := u.HeaderValue([]byte(bad))
-		if err == nil || strings.Contains(err.Error(), bad) || strings.Contains(err.Error(), "tok") ||
-			!strings.HasSuffix(err.Error(), policy.RunbookSecretFileUnsafe) {
-			t.Errorf("HeaderValue(%q): %v", bad, err)
-		}
-	}
-	if _, err := (policy.SecretUse{Name: "k", File: true}).HeaderValue([]byte("v")); err == nil {
-		t.Error("a file delivery has a header value")
-	}
-}
-
 // TestSecretGrantNarrowsInASecretSession: an http_fetch grant that names
 // a secret needs max_taint = "secret" to be used twice (its own result
 // makes the session secret). Once the session is secret it covers only

@@ -121,17 +121,17 @@ func checkFetchSecret(data []byte, g wire.Grant, secretLine uint64, add func(lin
 	for _, h := range g.SecretHosts {
 		if err := CheckHostPattern(h); err != nil {
 			add(itemLine(data, "secret_hosts", h), "secret_hosts", "%q is not a valid host pattern: it %v", h, err)
-		} else if !hostsCover(g.Constraints.Hosts, h) {
+		} else if !HostsCover(g.Constraints.Hosts, h) {
 			add(itemLine(data, "secret_hosts", h), "secret_hosts", "%q is not covered by constraints.hosts: the secret may go only to hosts the grant allows", h)
 		}
 	}
 }
 
-// hostsCover reports whether the patterns cover every host pattern p
+// HostsCover reports whether the patterns cover every host pattern p
 // matches: a host name must be matched by one of them; a wildcard must be
 // one of them, or lie inside a wildcard among them ("*.a.example.com"
 // inside "*.example.com").
-func hostsCover(patterns []string, p string) bool {
+func HostsCover(patterns []string, p string) bool {
 	for _, q := range patterns {
 		if !ValidHostPattern(q) {
 			continue // rule 8 reports it

@@ -48,8 +48,9 @@ type secret struct {
 // name the secret and never show the value or the placeholder.
 func newSecret(s *Secret, hosts []string) (*secret, error) {
 	bad := func(why string) error { return fmt.Errorf("egress: secret %q: %s", s.Name, why) }
-	if !isToken(s.Header) {
-		return nil, bad("the header name is not a valid HTTP header name")
+	// The grant's own rule, checked again: the proxy trusts no caller.
+	if err := policy.CheckSecretHeader(s.Header); err != nil {
+		return nil, bad("the header name " + err.Error())
 	}
 	if len(s.Value) == 0 {
 		return nil, bad("the value is empty")
@@ -72,7 +73,7 @@ func newSecret(s *Secret, hosts []string) (*secret, error) {
 		if err := policy.CheckHostPattern(h); err != nil {
 			return nil, fmt.Errorf("egress: secret %q: host %q is not a valid host pattern: it %v", s.Name, h, err)
 		}
-		if !slices.ContainsFunc(hosts, func(outer string) bool { return covers(outer, h) }) {
+		if !policy.HostsCover(hosts, h) {
 			return nil, fmt.Errorf("egress: secret %q: host %q is not among the proxy's hosts (%s)", s.Name, h, strings.Join(hosts, ", "))
 		}
 	}
@@ -89,19 +90,6 @@ func newSecret(s *Secret, hosts []string) (*secret, error) {
 // ordinary traffic by chance; the runtime's are random and much longer.
 const minPlaceholder = 16
 
-// covers reports whether every host the pattern inner matches is matched
-// by the pattern outer.
-func covers(outer, inner string) bool {
-	if outer == inner {
-		return true
-	}
-	if base, ok := strings.CutPrefix(inner, "*."); ok {
-		// *.a.example.com is inside *.example.com, never inside a name.
-		return strings.HasPrefix(outer, "*.") && policy.HostMatches(outer, base)
-	}
-	return policy.HostMatches(outer, inner)
-}
-
 // covers reports whether host gets the value: TLS to it is terminated.
 func (s *secret) covers(host string) bool {
 	return slices.ContainsFunc(s.hosts, func(pat string) bool { return policy.HostMatches(pat, host) })
@@ -111,20 +99,6 @@ func (s *secret) covers(host string) bool {
 // that quote what an upstream sent (a header line, a certificate name).
 func (s *secret) scrub(msg string) string {
 	return strings.ReplaceAll(msg, string(s.value), "[secret:"+s.name+"]")
-}
-
-// isToken reports whether h is an RFC 9110 token, what a header name is.
-func isToken(h string) bool {
-	if h == "" {
-		return false
-	}
-	for i := 0; i < len(h); i++ {
-		c := h[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
 }
 
 // validFieldValue: RFC 9110 field-vchar, space and tab, and obs-text; no

@@ -25,7 +25,7 @@ import (
 // container, its environment, a log line or an error.
 
 // SetSecrets sets how the runtime reads a secret's value by name:
-// brokerd's secrets directory (package secrets, whose errors name the
+// brokerd's secrets directory (policy.ReadSecret, whose errors name the
 // secret and never the value). Without it, a call whose grant names a
 // secret fails, having run nothing.
 func (r *Runtime) SetSecrets(read func(name string) ([]byte, error)) { r.secrets.Store(&read) }

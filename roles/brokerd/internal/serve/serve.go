@@ -23,7 +23,6 @@ import (
 	"boxmaker/roles/brokerd/internal/broker"
 	"boxmaker/roles/brokerd/internal/config"
 	"boxmaker/roles/brokerd/internal/runner"
-	"boxmaker/roles/brokerd/internal/secrets"
 	"boxmaker/roles/brokerd/internal/state"
 	"boxmaker/runbook"
 	"boxmaker/wire"
@@ -97,7 +96,8 @@ func Start(o Options) (*Server, error) {
 	// The secrets directory first: an unsafe one refuses the start before
 	// anything is opened or written (issue 15). Its error ends with the
 	// runbook line.
-	store, err := secrets.Open(cfg.Paths.Secrets)
+	secretsDir := cfg.Paths.Secrets
+	secretsMissing, err := policy.CheckSecretsDir(secretsDir)
 	if err != nil {
 		return nil, err
 	}
@@ -114,8 +114,8 @@ func Start(o Options) (*Server, error) {
 	if lines := rep.Lines(); len(lines) > 0 {
 		s.log(lines...)
 	}
-	if store.Missing() {
-		s.log("brokerd: the secrets directory "+wire.Printable(store.Dir())+" does not exist; a call under a grant that names a secret is denied (secret_unavailable)",
+	if secretsMissing {
+		s.log("brokerd: the secrets directory "+wire.Printable(secretsDir)+" does not exist; a call under a grant that names a secret is denied (secret_unavailable)",
 			runbook.See("secret-unavailable"))
 	}
 	if o.Runtime == nil && o.OpenRuntime != nil {
@@ -166,14 +166,15 @@ func Start(o Options) (*Server, error) {
 	if rp, ok := o.Runtime.(runtimeProtect); ok {
 		rp.Protect(pathStrings(paths))
 	}
-	// The runtime reads a secret's value from the same store, at run time.
+	// The runtime reads a secret's value from the same directory, with
+	// the same rules, at run time.
 	if rs, ok := o.Runtime.(runtimeSecrets); ok {
-		rs.SetSecrets(store.Read)
+		rs.SetSecrets(func(name string) ([]byte, error) { return policy.ReadSecret(secretsDir, name) })
 	}
 	grants := policy.NewGrantsDir(cfg.Paths.Grants, protected)
 	// Every decision under a grant that names a secret reads the secret's
 	// file first, so a call that could not run is denied, not run or asked.
-	grants.SetSecretCheck(store.Check)
+	grants.SetSecretCheck(func(name string) error { return policy.CheckSecret(secretsDir, name) })
 	table := approvals.New()
 	s.broker = &broker.Broker{Grants: grants, Audit: w, States: states, Floor: floor, Approvals: table,
 		Runtime: o.Runtime, TTL: time.Duration(cfg.Approvals.TTLMs) * time.Millisecond, Now: now, Log: s.log}
