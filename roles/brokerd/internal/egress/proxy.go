@@ -122,8 +122,9 @@ func StartWith(parent string, hosts []string, secret *Secret) (*Proxy, error) {
 	return p, nil
 }
 
-// writeFile creates name with exactly mode, whatever the umask, and syncs
-// it: the container reads it once the call starts.
+// writeFile creates name with exactly mode, whatever the umask. No fsync:
+// the container's bind mount reads the same page cache, and the file is
+// gone when the call ends.
 func writeFile(name string, data []byte, mode os.FileMode) error {
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
@@ -132,9 +133,6 @@ func writeFile(name string, data []byte, mode os.FileMode) error {
 	_, err = f.Write(data)
 	if err == nil {
 		err = f.Chmod(mode)
-	}
-	if err == nil {
-		err = f.Sync()
 	}
 	return errors.Join(err, f.Close())
 }
