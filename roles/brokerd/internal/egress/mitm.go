@@ -78,6 +78,7 @@ type exchange struct {
 	up     *tls.Conn // nil until the first request
 	ur     *bufio.Reader
 	uw     *bufio.Writer
+	buf    []byte // a response body's reads, made once per connection
 }
 
 // run carries requests until either side ends the connection or a request
@@ -313,8 +314,7 @@ func (x *exchange) response(req *http.Request) (*http.Response, bool) {
 // changes its length, and the length is known only at its end.
 func (x *exchange) writeResponse(req *http.Request, resp *http.Response) error {
 	s := x.p.secret
-	value := string(s.value)
-	out := func(v string) string { return strings.ReplaceAll(v, value, s.placeholder) }
+	out := func(v string) string { return strings.ReplaceAll(v, s.text, s.placeholder) }
 	w := x.cw
 	reason := strings.TrimSpace(strings.TrimPrefix(resp.Status, strconv.Itoa(resp.StatusCode)))
 	fmt.Fprintf(w, "HTTP/1.1 %03d %s\r\n", resp.StatusCode, out(reason))
@@ -329,7 +329,7 @@ func (x *exchange) writeResponse(req *http.Request, resp *http.Response) error {
 		// A name that holds the value is dropped: the placeholder may have
 		// bytes a header name cannot. Compared without case, since the
 		// parser has already changed the name's.
-		if body && k == "Content-Length" || strings.Contains(strings.ToLower(k), strings.ToLower(value)) {
+		if body && k == "Content-Length" || strings.Contains(strings.ToLower(k), s.lowerText) {
 			continue
 		}
 		for _, v := range resp.Header[k] {
@@ -345,8 +345,11 @@ func (x *exchange) writeResponse(req *http.Request, resp *http.Response) error {
 	}
 	w.WriteString("Transfer-Encoding: chunked\r\n\r\n")
 	cw := httputil.NewChunkedWriter(w)
-	r := newReplacer(cw, s.value, []byte(s.placeholder))
-	buf := make([]byte, 32<<10)
+	r := newReplacer(cw, s.value, []byte(s.placeholder), s.fail)
+	if x.buf == nil {
+		x.buf = make([]byte, 32<<10)
+	}
+	buf := x.buf
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {

@@ -181,7 +181,11 @@ func (p *Proxy) Close() error {
 	err := p.ln.Close()
 	p.wg.Wait()
 	if p.secret != nil {
-		clear(p.secret.value) // the proxy's copy; nothing reads it any more
+		// The proxy's copy; nothing reads it any more. Its text forms are
+		// strings, which Go cannot clear: they are dropped for the
+		// collector.
+		clear(p.secret.value)
+		p.secret.text, p.secret.lowerText = "", ""
 	}
 	return errors.Join(err, os.RemoveAll(p.dir))
 }

@@ -22,19 +22,27 @@ type replacer struct {
 	out     []byte // reused for what one Write passes on
 }
 
-// newReplacer needs a non-empty old.
-func newReplacer(w io.Writer, old, new []byte) *replacer {
-	fail := make([]int, len(old))
-	for i, k := 1, 0; i < len(old); i++ {
-		for k > 0 && old[i] != old[k] {
+// newReplacer needs a non-empty old, and fail, old's failure function
+// (failure(old)): a proxy computes it once for its secret, not once per
+// response.
+func newReplacer(w io.Writer, old, new []byte, fail []int) *replacer {
+	return &replacer{w: w, old: old, new: new, fail: fail}
+}
+
+// failure is KMP's failure function of pat: fail[i] is the length of the
+// longest proper prefix of pat[:i+1] that is also its suffix.
+func failure(pat []byte) []int {
+	fail := make([]int, len(pat))
+	for i, k := 1, 0; i < len(pat); i++ {
+		for k > 0 && pat[i] != pat[k] {
 			k = fail[k-1]
 		}
-		if old[i] == old[k] {
+		if pat[i] == pat[k] {
 			k++
 		}
 		fail[i] = k
 	}
-	return &replacer{w: w, old: old, new: new, fail: fail}
+	return fail
 }
 
 // Write replaces and passes on everything in p that can no longer be part

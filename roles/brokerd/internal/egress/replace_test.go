@@ -11,7 +11,7 @@ import (
 func replaceInChunks(t testing.TB, data, old, new []byte, sizes []int) []byte {
 	t.Helper()
 	var out bytes.Buffer
-	r := newReplacer(&out, old, new)
+	r := newReplacer(&out, old, new, failure(old))
 	for i, rest := 0, data; len(rest) > 0; i++ {
 		n := len(rest)
 		if len(sizes) > 0 {
@@ -55,7 +55,7 @@ func TestReplacerCases(t *testing.T) {
 // is passed on at once, so a streamed response streams.
 func TestReplacerHoldsBackOnlyAPossibleStart(t *testing.T) {
 	var out bytes.Buffer
-	r := newReplacer(&out, []byte("abcabd"), []byte("X"))
+	r := newReplacer(&out, []byte("abcabd"), []byte("X"), failure([]byte("abcabd")))
 	for _, step := range []struct{ in, out string }{
 		{"zz", "zz"}, {"ab", "zz"}, {"c", "zz"}, {"ab", "zz"}, {"c", "zzabc"}, {"abd!", "zzabcX!"},
 	} {

@@ -42,6 +42,11 @@ type secret struct {
 	placeholder string
 	value       []byte
 	hosts       []string
+	// What every response needs, made once: the value's KMP failure
+	// function (the body's replacer), and the value as text and lowered
+	// (the status line and the headers).
+	fail            []int
+	text, lowerText string
 }
 
 // newSecret checks s against the proxy's hosts and copies it. Its errors
@@ -83,6 +88,9 @@ func newSecret(s *Secret, hosts []string) (*secret, error) {
 		placeholder: s.Placeholder,
 		value:       bytes.Clone(s.Value),
 		hosts:       slices.Clone(s.Hosts),
+		fail:        failure(s.Value),
+		text:        string(s.Value),
+		lowerText:   strings.ToLower(string(s.Value)),
 	}, nil
 }
 
