@@ -22,7 +22,7 @@ func Decide(grantsDir string, req wire.ToolRequest, st State, now wire.Timestamp
 
 // decideSet decides against a set already loaded; set is nil when invalid.
 // secretCheck says whether a secret can be read now; nil checks nothing.
-func decideSet(set *GrantSet, problems []wire.GrantProblem, secretCheck func(string) error, req wire.ToolRequest, st State, now wire.Timestamp) Decision {
+func decideSet(set *GrantSet, problems []wire.GrantProblem, secretCheck func(SecretUse) error, req wire.ToolRequest, st State, now wire.Timestamp) Decision {
 	d := &decision{req: req, state: st}
 	deny := func(r wire.DenyReason) Decision {
 		d.outcome = wire.OutcomeDenied{Reason: r}
@@ -52,10 +52,10 @@ func decideSet(set *GrantSet, problems []wire.GrantProblem, secretCheck func(str
 		return deny(reason)
 	}
 	d.m = m
-	if name := m.g.g.Secret; name != nil && m.g.g.Mode != wire.Deny && secretCheck != nil {
+	if use := secretUse(m.g.g); use != nil && m.g.g.Mode != wire.Deny && secretCheck != nil {
 		// Before ask as well as auto: the owner must not be asked to
 		// approve a call that cannot run. A Redecide checks again.
-		if err := secretCheck(*name); err != nil {
+		if err := secretCheck(*use); err != nil {
 			d.secretErr = err
 			return deny(wire.SecretUnavailable)
 		}

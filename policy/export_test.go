@@ -16,7 +16,7 @@ func DecideGrants(grants map[string]wire.Grant, protected *Protected, req wire.T
 }
 
 // DecideGrantsWith is DecideGrants with check as the secret check.
-func DecideGrantsWith(grants map[string]wire.Grant, protected *Protected, check func(string) error, req wire.ToolRequest, st State, now wire.Timestamp) Decision {
+func DecideGrantsWith(grants map[string]wire.Grant, protected *Protected, check func(SecretUse) error, req wire.ToolRequest, st State, now wire.Timestamp) Decision {
 	names := make([]string, 0, len(grants))
 	for id := range grants {
 		names = append(names, id)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"boxmaker/policy"
 	"boxmaker/wire"
 )
 
@@ -65,9 +66,9 @@ type genArgs struct {
 }
 
 // check is the case's secret check: it refuses the unavailable secrets.
-func (c genCase) check(name string) error {
-	if c.unavailable[name] {
-		return errors.New("unavailable: " + name)
+func (c genCase) check(use policy.SecretUse) error {
+	if c.unavailable[use.Name] {
+		return errors.New("unavailable: " + use.Name)
 	}
 	return nil
 }

@@ -31,7 +31,7 @@ type GrantsDir struct {
 	protect *Protected
 	// secretCheck says whether a secret can be read now (SetSecretCheck);
 	// nil, or a nil function, checks nothing.
-	secretCheck atomic.Pointer[func(name string) error]
+	secretCheck atomic.Pointer[func(use SecretUse) error]
 
 	mu   sync.Mutex
 	next *dirRead // the read that calls arriving now will share; nil if none waits
@@ -71,12 +71,12 @@ func NewGrantsDir(path string, protected *Protected) *GrantsDir {
 func (g *GrantsDir) Path() string { return g.path }
 
 // SetSecretCheck sets what a decision asks before it allows or asks for a
-// call under a grant that names a secret: check(name) returns nil when the
-// secret can be read now, or why not, and the call is then denied
-// secret_unavailable. nil (the default, and what the offline tools use)
-// checks nothing. Set it before the first decision; brokerd gives its
-// secrets store's Check.
-func (g *GrantsDir) SetSecretCheck(check func(name string) error) {
+// call under a grant that names a secret: check(use) returns nil when the
+// secret can be read now and delivered as use says, or why not, and the
+// call is then denied secret_unavailable. nil (the default, and what the
+// offline tools use) checks nothing. Set it before the first decision;
+// brokerd gives CheckSecretUse on its secrets directory.
+func (g *GrantsDir) SetSecretCheck(check func(use SecretUse) error) {
 	if check == nil {
 		g.secretCheck.Store(nil)
 		return
@@ -85,7 +85,7 @@ func (g *GrantsDir) SetSecretCheck(check func(name string) error) {
 }
 
 // checker is the secret check, or nil.
-func (g *GrantsDir) checker() func(string) error {
+func (g *GrantsDir) checker() func(SecretUse) error {
 	if p := g.secretCheck.Load(); p != nil {
 		return *p
 	}
@@ -116,7 +116,7 @@ func (g *GrantsDir) Check() ([]wire.GrantProblem, error) {
 			if v.g.g.Secret == nil || v.g.g.Mode == wire.Deny {
 				continue
 			}
-			if err := check(*v.g.g.Secret); err != nil {
+			if err := check(*secretUse(v.g.g)); err != nil {
 				problems = append(problems, problem{v.g.secretLine, "secret: " + secretReason(err)}.forFile(v.file))
 			}
 		}

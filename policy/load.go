@@ -59,7 +59,7 @@ func LoadGrants(dir string, protected *Protected) (*GrantSet, []wire.GrantProble
 // CheckGrants is GrantsDir.Check for dir, protected as LoadGrants has it,
 // with check as the secret check (nil: secrets are checked by name only,
 // by the loading rules). It is the offline `bxctl grants check`.
-func CheckGrants(dir string, protected *Protected, check func(name string) error) ([]wire.GrantProblem, error) {
+func CheckGrants(dir string, protected *Protected, check func(use SecretUse) error) ([]wire.GrantProblem, error) {
 	g := NewGrantsDir(dir, protected)
 	g.SetSecretCheck(check)
 	return g.Check()

@@ -25,7 +25,8 @@ type checkRecorder struct {
 	asked   []string
 }
 
-func (c *checkRecorder) check(name string) error {
+func (c *checkRecorder) check(use policy.SecretUse) error {
+	name := use.Name
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.asked = append(c.asked, name)
@@ -182,7 +183,8 @@ func TestGrantsCheckReportsSecrets(t *testing.T) {
 	dir := grantsDir(t, files)
 	g := policy.NewGrantsDir(dir, nil)
 	secretErr := &policy.SecretError{Name: "api-key", Problem: "there is no file /s/api-key", See: policy.RunbookSecretUnavailable}
-	g.SetSecretCheck(func(name string) error {
+	g.SetSecretCheck(func(use policy.SecretUse) error {
+		name := use.Name
 		if name == "api-key" {
 			return secretErr
 		}

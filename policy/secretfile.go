@@ -82,6 +82,35 @@ func CheckSecret(dir, name string) error {
 	return err
 }
 
+// CheckSecretUse is CheckSecret for a grant's use of its secret: a value
+// that goes in a header must also be one a header can carry, so that a
+// call the run would refuse is denied at decision time, before the owner
+// is asked to approve it.
+func CheckSecretUse(dir string, use SecretUse) error {
+	v, err := ReadSecret(dir, use.Name)
+	defer clear(v)
+	if err != nil || use.File {
+		return err
+	}
+	if i := BadHeaderByte(v); i >= 0 {
+		return &SecretError{Name: use.Name, See: RunbookSecretFileUnsafe,
+			Problem: fmt.Sprintf("goes in the header %s, but byte %d of its value is a control character, which a header cannot carry", use.Header, i)}
+	}
+	return nil
+}
+
+// BadHeaderByte is the position of the first byte of v that an HTTP field
+// value cannot hold (a control character other than tab, or DEL: one could
+// end the header line and start another), or -1.
+func BadHeaderByte(v []byte) int {
+	for i, c := range v {
+		if c < 0x20 && c != '\t' || c == 0x7f {
+			return i
+		}
+	}
+	return -1
+}
+
 // ReadSecret returns the value of the secret name in dir. The directory is
 // checked as CheckSecretsDir does, every time. The file is opened relative
 // to it without following a symbolic link, and must be a regular file

@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -206,4 +207,34 @@ func TestSecretsDir(t *testing.T) {
 	policy.PretendEUID(t, os.Geteuid()+1)
 	_, err = policy.CheckSecretsDir(good)
 	secretErr(t, "another user", err, "", policy.RunbookSecretsDirUnsafe, "the secrets directory "+good+" is owned by uid")
+}
+
+// TestCheckSecretUse: a value that goes in a header must be one a header
+// can carry (no control character but tab, no DEL), so that the call is
+// denied when it is decided, not refused by the proxy after an approval;
+// the same value is fine as a file. Errors name the byte, never the value.
+func TestCheckSecretUse(t *testing.T) {
+	dir := secretsDir(t, map[string]string{"crlf": marker + "\r\n", "tab": marker + "\tx\n", "nul": marker + "\x00", "del": "\x7f" + marker, "pem": marker + "\nline two\n"})
+	header := func(name string) policy.SecretUse {
+		return policy.SecretUse{Name: name, Header: "Authorization", Format: "{}", Hosts: []string{"api.example.com"}}
+	}
+	for name, at := range map[string]int{"crlf": len(marker), "nul": len(marker), "del": 0, "pem": len(marker)} {
+		err := policy.CheckSecretUse(dir, header(name))
+		secretErr(t, name, err, name, policy.RunbookSecretFileUnsafe, fmt.Sprintf("goes in the header Authorization, but byte %d of its value is a control character", at))
+		if err := policy.CheckSecretUse(dir, policy.SecretUse{Name: name, File: true}); err != nil {
+			t.Errorf("%s as a file: %v", name, err)
+		}
+	}
+	if err := policy.CheckSecretUse(dir, header("tab")); err != nil {
+		t.Errorf("a tab in a header value: %v", err)
+	}
+	secretErr(t, "missing", policy.CheckSecretUse(dir, header("gone")), "gone", policy.RunbookSecretUnavailable, "")
+	for _, c := range []struct {
+		v    string
+		want int
+	}{{"abc", -1}, {"a\tb", -1}, {"a\x80b", -1}, {"a\rb", 1}, {"\nab", 0}, {"ab\x7f", 2}, {"ab\x1f", 2}} {
+		if got := policy.BadHeaderByte([]byte(c.v)); got != c.want {
+			t.Errorf("BadHeaderByte(%q) = %d, want %d", c.v, got, c.want)
+		}
+	}
 }

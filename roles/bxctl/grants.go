@@ -46,7 +46,7 @@ func (c *grantsCheckCmd) Run(e *env) error {
 			fmt.Fprintf(e.stderr, "%s: %v\n", cmd, err)
 			return exitCode(1)
 		}
-		var check func(string) error
+		var check func(policy.SecretUse) error
 		if c.Secrets != "" {
 			// What brokerd's start refuses, this refuses: its error ends
 			// with the runbook line.
@@ -60,7 +60,7 @@ func (c *grantsCheckCmd) Run(e *env) error {
 				return exitCode(1)
 			}
 			dir := c.Secrets
-			check = func(name string) error { return policy.CheckSecret(dir, name) }
+			check = func(use policy.SecretUse) error { return policy.CheckSecretUse(dir, use) }
 		}
 		ps, err := policy.CheckGrants(c.Grants, protected, check)
 		if err != nil {

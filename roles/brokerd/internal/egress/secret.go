@@ -60,7 +60,7 @@ func newSecret(s *Secret, hosts []string) (*secret, error) {
 	if len(s.Value) == 0 {
 		return nil, bad("the value is empty")
 	}
-	if !validFieldValue(s.Value) {
+	if policy.BadHeaderByte(s.Value) >= 0 {
 		return nil, bad("the value has a byte an HTTP header cannot carry (a control character or a line break)")
 	}
 	if len(s.Placeholder) < minPlaceholder || !validPlaceholder(s.Placeholder) {
@@ -107,18 +107,6 @@ func (s *secret) covers(host string) bool {
 // that quote what an upstream sent (a header line, a certificate name).
 func (s *secret) scrub(msg string) string {
 	return strings.ReplaceAll(msg, string(s.value), "[secret:"+s.name+"]")
-}
-
-// validFieldValue: RFC 9110 field-vchar, space and tab, and obs-text; no
-// other control byte, so the value can neither end the header line nor
-// start another.
-func validFieldValue(v []byte) bool {
-	for _, c := range v {
-		if c < 0x20 && c != '\t' || c == 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 // validPlaceholder: printable ASCII, no space: it travels in environment

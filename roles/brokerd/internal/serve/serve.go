@@ -174,7 +174,7 @@ func Start(o Options) (*Server, error) {
 	grants := policy.NewGrantsDir(cfg.Paths.Grants, protected)
 	// Every decision under a grant that names a secret reads the secret's
 	// file first, so a call that could not run is denied, not run or asked.
-	grants.SetSecretCheck(func(name string) error { return policy.CheckSecret(secretsDir, name) })
+	grants.SetSecretCheck(func(use policy.SecretUse) error { return policy.CheckSecretUse(secretsDir, use) })
 	table := approvals.New()
 	s.broker = &broker.Broker{Grants: grants, Audit: w, States: states, Floor: floor, Approvals: table,
 		Runtime: o.Runtime, TTL: time.Duration(cfg.Approvals.TTLMs) * time.Millisecond, Now: now, Log: s.log}
