@@ -67,8 +67,12 @@ func TestSecretStaysInBrokerd(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if path == h.SecretsDir() || path == filepath.Join(root, "home", "podman") {
-			return filepath.SkipDir // the secret's own file; Podman's image store
+		// The secret's own file; Podman's image and layer stores (the
+		// tool image's files). Its containers' state, its database and its
+		// run folder are read.
+		storage := filepath.Join(h.Home, "podman", "storage")
+		if path == h.SecretsDir() || path == filepath.Join(storage, "overlay") || path == filepath.Join(storage, "overlay-images") || path == filepath.Join(storage, "overlay-layers") {
+			return filepath.SkipDir
 		}
 		if !info.Mode().IsRegular() {
 			return nil

@@ -10,10 +10,6 @@ import (
 	"boxmaker/wire"
 )
 
-// SecretFileEnv is the variable that tells a shell command where its secret
-// file is.
-const SecretFileEnv = wire.ToolkitSecretEnv
-
 // secretDir is wire.ToolkitSecretDir; this package's tests point it at a
 // folder of their own.
 var secretDir = wire.ToolkitSecretDir

@@ -1,7 +1,6 @@
 package toolkit
 
 import (
-	"crypto/x509"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -31,7 +30,7 @@ func TestShellGetsItsSecretFile(t *testing.T) {
 	dir := useSecretDir(t)
 	value := []byte("s3cr3t-\x00-\xff-value\n")
 	sec := wire.ToolkitSecret{Path: filepath.Join(dir, "api-key"), Value: append([]byte(nil), value...)}
-	res, code := call(t, Request{Tool: "shell", Command: str(`printf %s "$` + SecretFileEnv + `"; echo; env | grep -c s3cr3t; stat -c %a "$` + SecretFileEnv + `"`), Secret: &sec, OutputBytes: 1000})
+	res, code := call(t, Request{Tool: "shell", Command: str(`printf %s "$` + wire.ToolkitSecretEnv + `"; echo; env | grep -c s3cr3t; stat -c %a "$` + wire.ToolkitSecretEnv + `"`), Secret: &sec, OutputBytes: 1000})
 	if code != exitResult || res.Text != sec.Path+"\n0\n400\n" {
 		t.Fatalf("%d %+v", code, res)
 	}
@@ -109,8 +108,5 @@ func TestHTTPFetchAddsTheHeaderAndTrustsTheCA(t *testing.T) {
 	os.WriteFile(bad, []byte("not a certificate"), 0o644)
 	if res, _ := call(t, Request{Tool: "http_fetch", URL: str("https://a.example.com/"), Proxy: str(proxy.path), Header: header, CA: &bad, OutputBytes: 10}); !strings.Contains(res.Text, "holds no certificate") {
 		t.Errorf("a bad CA: %+v", res)
-	}
-	if _, err := x509.ParseCertificate(srv.Certificate().Raw); err != nil {
-		t.Fatal(err)
 	}
 }

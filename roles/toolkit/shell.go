@@ -16,7 +16,7 @@ import (
 const waitDelay = 200 * time.Millisecond
 
 // shellEnv is the whole environment a command gets: nothing of brokerd's.
-// A command given a secret file also gets SecretFileEnv, its path.
+// A command given a secret file also gets wire.ToolkitSecretEnv, its path.
 var shellEnv = []string{"PATH=/bin", "HOME=/tmp", "TMPDIR=/tmp", "LANG=C.UTF-8"}
 
 // shell runs command under /bin/sh in cwd (or /), with stdout and stderr

@@ -133,7 +133,7 @@ func run(req Request) Response {
 			if err := writeSecret(*req.Secret); err != nil {
 				return failed("toolkit: " + err.Error())
 			}
-			env = append(slices.Clone(shellEnv), SecretFileEnv+"="+req.Secret.Path)
+			env = append(slices.Clone(shellEnv), wire.ToolkitSecretEnv+"="+req.Secret.Path)
 		}
 		return shell(*req.Command, req.Cwd, env, req.OutputBytes)
 	case "http_fetch":

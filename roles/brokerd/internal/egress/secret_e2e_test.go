@@ -208,8 +208,9 @@ hosts = ["*.boxmaker.test"]
 		if !strings.Contains(seen.inside[i], "/run/boxmaker/ca.pem") || !strings.Contains(seen.inside[i], "BEGIN CERTIFICATE") {
 			t.Errorf("container %d: the proxy's CA is not where the toolkit reads it:\n%s", i, seen.inside[i])
 		}
-		if !strings.Contains(seen.inside[i], "/proc/1/environ") {
-			t.Errorf("container %d: the look inside did not run:\n%s", i, seen.inside[i])
+		// The toolkit, which holds the request, is not dumpable.
+		if !strings.Contains(seen.inside[i], "/proc/1/environ: Permission denied") || !strings.Contains(seen.inside[i], "PWD=/") {
+			t.Errorf("container %d: the look inside did not run as expected:\n%s", i, seen.inside[i])
 		}
 	}
 	for what, texts := range map[string][]string{"podman inspect": seen.inspect, "inside the container": seen.inside,

@@ -148,12 +148,14 @@ func (r *Runtime) Run(ctx context.Context, s *runner.RunSpec) (runner.Output, er
 	if err != nil {
 		return runner.Output{}, runner.Failed(err.Error())
 	}
+	// A file delivery's request line holds the value (base64).
+	defer clear(req.line)
 	ans, err := r.run(ctx, c, req)
 	if err != nil {
 		// A failure's message may quote what the tool printed.
 		var re *runner.Error
-		if sec != nil && errors.As(err, &re) {
-			return runner.Output{}, &runner.Error{Unavailable: re.Unavailable, Message: sec.redactText(re.Message)}
+		if errors.As(err, &re) {
+			re.Message = sec.redactText(re.Message) // nil-safe: no secret, no change
 		}
 		return runner.Output{}, err
 	}

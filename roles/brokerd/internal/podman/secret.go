@@ -34,9 +34,9 @@ func (r *Runtime) SetSecrets(read func(name string) ([]byte, error)) { r.secrets
 const (
 	// caPath is the egress proxy's per-call CA certificate (http_fetch).
 	caPath = "/run/boxmaker/ca.pem"
-	// secretTmpfsBytes sizes the secret's own tmpfs: the largest secret
-	// brokerd reads is 64 KiB.
-	secretTmpfsBytes = 128 << 10
+	// secretTmpfsBytes sizes the secret's own tmpfs: twice the largest
+	// secret brokerd reads.
+	secretTmpfsBytes = 2 * policy.MaxSecretBytes
 )
 
 // callSecret is one call's secret, from reading it to the call's end.
