@@ -3,6 +3,7 @@ package bxctl
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"boxmaker/policy"
 	"boxmaker/runbook"
@@ -41,7 +42,13 @@ func (c *grantsCheckCmd) Run(e *env) error {
 		if home == "" {
 			home = defaultHome()
 		}
-		protected, err := offlineProtected(home, c.Protect)
+		// brokerd protects its secrets directory, wherever it is: so does
+		// the offline check, or it would pass a grant brokerd refuses.
+		extra := c.Protect
+		if c.Secrets != "" {
+			extra = append(slices.Clone(c.Protect), c.Secrets)
+		}
+		protected, err := offlineProtected(home, extra)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "%s: %v\n", cmd, err)
 			return exitCode(1)

@@ -112,3 +112,22 @@ func TestGrantsCheckSecretsDirUnsafe(t *testing.T) {
 		t.Errorf("--secrets alone: exit %d, stderr %q", code, e.String())
 	}
 }
+
+// TestGrantsCheckProtectsTheSecretsDirectory: a grant whose path reaches
+// the --secrets directory is refused offline, as brokerd refuses it (its
+// [paths] secrets is protected wherever it is, e.g. systemd's
+// /run/credentials/<unit>); without --secrets the same grant is fine.
+func TestGrantsCheckProtectsTheSecretsDirectory(t *testing.T) {
+	root := t.TempDir()
+	grants, run := filepath.Join(root, "grants"), filepath.Join(root, "run")
+	secrets := filepath.Join(run, "creds")
+	writeFiles(t, grants, 0o600, map[string]string{"read-run.toml": "tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\n[constraints]\npaths = [\"" + run + "\"]\n"})
+	writeFiles(t, secrets, 0o600, nil)
+	if code, out, errs := secretsCheck(t, grants, ""); code != 0 || out != "grants: ok\n" {
+		t.Fatalf("without --secrets: %d %q %q", code, out, errs)
+	}
+	code, out, _ := secretsCheck(t, grants, secrets)
+	if code != 1 || !strings.HasPrefix(out, "read-run.toml:") || !strings.Contains(out, secrets) || !strings.Contains(out, "see docs/runbook.md#grant") {
+		t.Fatalf("with --secrets: %d %q", code, out)
+	}
+}
