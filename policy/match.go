@@ -29,9 +29,11 @@ func matchGrants(set *GrantSet, args Args, taint wire.DataClass, now wire.Timest
 		tainted := taint > g.g.MaxTaint
 		path, covered := covers(g, args, g.g.Constraints.Hosts)
 		// A host the grant covers but not at this taint is ruled out by
-		// taint (hostsAt).
-		if _, ok := covers(g, args, hostsAt(g, taint)); covered && !ok {
-			tainted = true
+		// taint (hostsAt); only a secret grant's hosts narrow.
+		if covered && narrows(g, taint) {
+			if _, ok := covers(g, args, g.g.SecretHosts); !ok {
+				tainted = true
+			}
 		}
 		switch {
 		case expired:
@@ -88,10 +90,15 @@ func newMatch(g *grant, args Args, path string, taint wire.DataClass) *match {
 // "secret" that such a grant needs to be used twice would clear all its
 // hosts for the value (issue 15, review).
 func hostsAt(g *grant, t wire.DataClass) []string {
-	if g.g.Secret != nil && g.g.SecretHosts != nil && t >= wire.Secret {
+	if narrows(g, t) {
 		return g.g.SecretHosts
 	}
 	return g.g.Constraints.Hosts
+}
+
+// narrows reports whether hostsAt(g, t) is g's secret_hosts.
+func narrows(g *grant, t wire.DataClass) bool {
+	return g.g.Secret != nil && g.g.SecretHosts != nil && t >= wire.Secret
 }
 
 // covers is the "Covered when" column of M3a §3's tool table, with hosts

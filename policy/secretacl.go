@@ -2,7 +2,6 @@ package policy
 
 import (
 	"encoding/binary"
-	"errors"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,16 +34,9 @@ const (
 // it. A file without an ACL, or one that cannot be read, does not qualify.
 func onlyUserACL(fd int, uid uint32) bool {
 	buf := make([]byte, 1024)
-	var n int
-	for {
-		var err error
-		n, err = unix.Fgetxattr(fd, "system.posix_acl_access", buf)
-		if !errors.Is(err, unix.EINTR) {
-			if err != nil {
-				return false
-			}
-			break
-		}
+	n, err := retry(func() (int, error) { return unix.Fgetxattr(fd, "system.posix_acl_access", buf) })
+	if err != nil {
+		return false
 	}
 	return aclOnlyFor(buf[:n], uid)
 }

@@ -74,15 +74,8 @@ func CheckSecretsDir(dir string) (missing bool, err error) {
 	return false, nil
 }
 
-// CheckSecret reads the secret name as ReadSecret does and forgets it: nil
-// when a call needing it could run now.
-func CheckSecret(dir, name string) error {
-	v, err := ReadSecret(dir, name)
-	clear(v)
-	return err
-}
-
-// CheckSecretUse is CheckSecret for a grant's use of its secret: a value
+// CheckSecretUse reads the secret use names as ReadSecret does and forgets
+// it: nil when a call needing it could run now. A value
 // that goes in a header must also be one a header can carry, so that a
 // call the run would refuse is denied at decision time, before the owner
 // is asked to approve it.

@@ -60,8 +60,8 @@ func TestReadSecretValue(t *testing.T) {
 		if err != nil || string(v) != want {
 			t.Errorf("%s: %d bytes, %v; want %d bytes", name, len(v), err, len(want))
 		}
-		if err := policy.CheckSecret(dir, name); err != nil {
-			t.Errorf("CheckSecret(%s): %v", name, err)
+		if err := policy.CheckSecretUse(dir, policy.SecretUse{Name: name, File: true}); err != nil {
+			t.Errorf("CheckSecretUse(%s): %v", name, err)
 		}
 	}
 	// One byte over the bound, even if that byte is the newline dropped.
@@ -116,7 +116,7 @@ func TestReadSecretRefuses(t *testing.T) {
 			t.Errorf("%s: a value of %d bytes with %v", tc.name, len(v), err)
 		}
 		secretErr(t, tc.name, err, tc.name, tc.see, tc.want)
-		if cerr := policy.CheckSecret(dir, tc.name); cerr == nil || cerr.Error() != err.Error() {
+		if cerr := policy.CheckSecretUse(dir, policy.SecretUse{Name: tc.name, File: true}); cerr == nil || cerr.Error() != err.Error() {
 			t.Errorf("%s: CheckSecret %v, ReadSecret %v", tc.name, cerr, err)
 		}
 	}

@@ -38,7 +38,7 @@ type Paths struct {
 	Grants string `toml:"grants"`
 	// Secrets is the secrets directory (issue 15): one file per secret a
 	// grant may name, the file named after the secret. brokerd alone reads
-	// it (policy.CheckSecretsDir, CheckSecret, ReadSecret): it refuses to start when the directory is a
+	// it (policy.CheckSecretsDir, CheckSecretUse, ReadSecret): it refuses to start when the directory is a
 	// symbolic link, is not its own, or gives group or others any access,
 	// and a call whose secret file is missing or unsafe is denied
 	// (secret_unavailable). It may be systemd's $CREDENTIALS_DIRECTORY
