@@ -127,7 +127,7 @@ func TestGrantsCheckProtectsTheSecretsDirectory(t *testing.T) {
 		t.Fatalf("without --secrets: %d %q %q", code, out, errs)
 	}
 	code, out, _ := secretsCheck(t, grants, secrets)
-	if code != 1 || !strings.HasPrefix(out, "read-run.toml:") || !strings.Contains(out, secrets) || !strings.Contains(out, "see docs/runbook.md#grant") {
+	if code != 1 || !strings.HasPrefix(out, "read-run.toml:") || !strings.Contains(out, secrets) || !strings.Contains(out, "see docs/runbook.md#grants-invalid") {
 		t.Fatalf("with --secrets: %d %q", code, out)
 	}
 }
