@@ -194,3 +194,21 @@ func parseInto[T ~uint8](e enumNames[T], b []byte, dst *T) error {
 	*dst = v
 	return nil
 }
+
+// ApprovalEnd is how a pending approval ended, as brokerd tells gatewayd
+// (issue 14): the three answers the audit log records, and abandoned, which
+// it does not (loopd left, or brokerd stopped, while the call waited).
+type ApprovalEnd uint8
+
+const (
+	EndApproved ApprovalEnd = iota + 1
+	EndRefused
+	EndExpired
+	EndAbandoned
+)
+
+var approvalEndNames = enumNames[ApprovalEnd]{"approval end", []string{"", "approved", "refused", "expired", "abandoned"}}
+
+func (a ApprovalEnd) String() string                { return approvalEndNames.str(a) }
+func (a ApprovalEnd) MarshalText() ([]byte, error)  { return approvalEndNames.text(a) }
+func (a *ApprovalEnd) UnmarshalText(b []byte) error { return parseInto(approvalEndNames, b, a) }

@@ -32,6 +32,9 @@ var (
 	fxHash     = Sha256([]byte("boxmaker"))
 	fxArgs     = `{"command":"rm -rf /home/kyle/scratch/build","cwd":"/home/kyle/scratch"}`
 	fxReadArgs = `{"path":"/home/kyle/notes/<today>.md"}`
+	fxBroker   = "5f0c3e1a9b7d42c68e1f0a2b3c4d5e6f"
+	fxOwner    = "8xk3q9wzb7f1jdm4ytr6hcn2pa" // a Mattermost user id
+	fxPost     = "q7m2c8tx4jfu3ne9kdwbr5hy1o" // a Mattermost post id
 )
 
 func envelope(id uint64, final bool, m Message) *Envelope {
@@ -68,6 +71,19 @@ func fixtures() []fixture {
 		{"msg-turn_event-session", envelope(5, false, TurnSession{fxSession, 0})},
 		{"msg-turn_event-approval_pending", envelope(5, false, TurnApprovalPending{41, "read_file", fxExpires})},
 		{"msg-turn_event-reply", envelope(5, true, TurnReply{"Your notes say hello."})},
+		{"msg-broker_start", envelope(1, true, BrokerStart{fxBroker, &AuditHead{40, fxHash}})},
+		{"msg-broker_start-empty_log", envelope(1, true, BrokerStart{fxBroker, nil})},
+		{"msg-audit_head", envelope(1, true, AuditHead{44, fxHash})},
+		{"msg-approval_request", envelope(1, true, ApprovalRequest{fxBroker, 41, fxSession, 3, "shell", fxArgs, "shell-scratch", Private, fxTime, fxExpires,
+			CallDigest("shell", fxArgs, "shell-scratch", Private), AuditHead{41, fxHash}})},
+		{"msg-approval_posted", envelope(1, false, ApprovalPosted{fxPost})},
+		{"msg-owner_answer-approved", envelope(1, true, OwnerAnswer{Approved, fxOwner, fxPost, nil})},
+		{"msg-owner_answer-refused", envelope(1, true, OwnerAnswer{Refused, fxOwner, fxPost, str("not on a Sunday")})},
+		{"msg-approval_ended-approved", envelope(2, true, ApprovalEnded{41, EndApproved, str(fxOwner), str(fxPost), nil, nil})},
+		{"msg-approval_ended-approved-denied", envelope(2, true, ApprovalEnded{41, EndApproved, str("bxctl"), nil, nil, func() *DenyReason { r := TaintTooHigh; return &r }()})},
+		{"msg-approval_ended-refused", envelope(2, true, ApprovalEnded{41, EndRefused, str(fxOwner), str(fxPost), str("not on a Sunday"), func() *DenyReason { r := ApprovalRefused; return &r }()})},
+		{"msg-approval_ended-expired", envelope(2, true, ApprovalEnded{41, EndExpired, nil, nil, nil, func() *DenyReason { r := ApprovalExpired; return &r }()})},
+		{"msg-approval_ended-abandoned", envelope(2, true, ApprovalEnded{41, EndAbandoned, nil, nil, nil, nil})},
 	}
 	for _, r := range AllDenyReasons() {
 		fx = append(fx, fixture{"msg-tool_response-denied-" + r.String(), envelope(7, true, DeniedResponse{r})})

@@ -40,6 +40,14 @@ const (
 	KindGrantsReport  = "grants_report"
 	KindSay           = "say"
 	KindTurnEvent     = "turn_event"
+
+	// gateway.sock (wire/gateway.go, issue 14)
+	KindBrokerStart     = "broker_start"
+	KindAuditHead       = "audit_head"
+	KindApprovalRequest = "approval_request"
+	KindApprovalPosted  = "approval_posted"
+	KindOwnerAnswer     = "owner_answer"
+	KindApprovalEnded   = "approval_ended"
 )
 
 // WireError reports a protocol or server error; the connection is closed after it.
@@ -65,6 +73,13 @@ var messages = map[string]func([]byte) (Message, error){
 	KindGrantsReport:  as[GrantsReport, Message],
 	KindSay:           as[Say, Message],
 	KindTurnEvent:     func(b []byte) (Message, error) { return turnEvents.decode(b) },
+
+	KindBrokerStart:     as[BrokerStart, Message],
+	KindAuditHead:       as[AuditHead, Message],
+	KindApprovalRequest: as[ApprovalRequest, Message],
+	KindApprovalPosted:  as[ApprovalPosted, Message],
+	KindOwnerAnswer:     as[OwnerAnswer, Message],
+	KindApprovalEnded:   as[ApprovalEnded, Message],
 }
 
 // MarshalEnvelope encodes e. Its message must be one of the kinds above.
