@@ -40,6 +40,17 @@ type Options struct {
 	// inferproxy forwards to: a test puts its recorder in between this
 	// way. Default "http://" + addr.
 	Upstream func(addr string) (string, error)
+	// Mattermost, when set, adds gatewayd, connected to that server with
+	// the bot's token; brokerd sends it approvals and loopd listens for it
+	// on run/gateway-loop/loop.sock (issue 14).
+	Mattermost *Mattermost
+}
+
+// Mattermost is the server gatewayd talks to.
+type Mattermost struct {
+	URL    string
+	Token  string   // the bot's; written to a 0600 file gatewayd.toml names
+	Owners []string // Mattermost user ids
 }
 
 // Harness is a running set of processes.
@@ -71,6 +82,9 @@ func (h *Harness) Scratch() string    { return filepath.Join(h.o.Home, "scratch"
 func (h *Harness) LoopSocket() string { return filepath.Join(h.Home, "run", "owner-loop", "loop.sock") }
 func (h *Harness) AdminSocket() string {
 	return filepath.Join(h.Home, "run", "owner-broker", "admin.sock")
+}
+func (h *Harness) GatewaySocket() string {
+	return filepath.Join(h.Home, "run", "broker-gateway", "gateway.sock")
 }
 func (h *Harness) podmanSocket() string {
 	return filepath.Join(h.Home, "podman", "podman.sock")
@@ -116,7 +130,11 @@ func Start(ctx context.Context, o Options) (_ *Harness, err error) {
 	if err := h.writeInferproxyConf(); err != nil {
 		return nil, err
 	}
-	for _, role := range []string{"inferproxy", "brokerd", "loopd"} {
+	roles := []string{"inferproxy", "brokerd", "loopd"}
+	if o.Mattermost != nil {
+		roles = append(roles, "gatewayd")
+	}
+	for _, role := range roles {
 		if err := h.StartRole(ctx, role); err != nil {
 			return nil, err
 		}
@@ -130,6 +148,7 @@ func (h *Harness) StartRole(ctx context.Context, role string) error {
 		"inferproxy": filepath.Join(h.Home, "run", "loop-infer", "infer.sock"),
 		"brokerd":    h.AdminSocket(),
 		"loopd":      h.LoopSocket(),
+		"gatewayd":   h.GatewaySocket(),
 	}
 	os.Remove(sockets[role]) // so the wait below sees the new one
 	p, err := h.spawn(role, filepath.Join(h.o.Bin, role), "serve", "--config", filepath.Join(h.Home, "etc", role+".toml"))

@@ -162,6 +162,16 @@ socket = "[[home]]/run/owner-loop/loop.sock"
 socket = "[[home]]/run/loop-broker/broker.sock"
 `,
 	}
+	if m := h.o.Mattermost; m != nil {
+		configs["brokerd.toml"] += "\n[sockets]\ngateway = \"[[home]]/run/broker-gateway/gateway.sock\"\n"
+		configs["loopd.toml"] = strings.Replace(configs["loopd.toml"], "[listen]\n", "[listen]\ngateway = \"[[home]]/run/gateway-loop/loop.sock\"\n", 1)
+		token := filepath.Join(h.Home, "etc", "gatewayd.token")
+		if err := os.WriteFile(token, []byte(m.Token+"\n"), 0o600); err != nil {
+			return err
+		}
+		configs["gatewayd.toml"] = fmt.Sprintf("[mattermost]\nurl = %q\ntoken_file = %q\nowners = [\"%s\"]\n\n[paths]\nhome = \"[[home]]\"\n",
+			m.URL, token, strings.Join(m.Owners, `", "`))
+	}
 	for name, text := range configs {
 		if name == "inferproxy.toml" {
 			continue // written once the model's address is known
