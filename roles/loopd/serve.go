@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"boxmaker/roles/loopd/internal/server"
 	"boxmaker/roles/loopd/internal/tools"
 	"boxmaker/runbook"
+	"boxmaker/wire"
 )
 
 // brokerWait bounds the wait for brokerd's first answer to a tool call: the
@@ -34,6 +36,18 @@ func (c *serveCmd) Run(e *env) error {
 			fmt.Fprintf(e.stderr, "%s: self-test: %s\n", e.name, p)
 		}
 		fmt.Fprintf(e.stderr, "%s: self-test failed; %s\n", e.name, runbook.See("loopd-selftest-failed"))
+		return exitCode(1)
+	}
+	var ce *wire.ConfigError
+	if errors.As(err, &ce) {
+		see := runbook.See("loopd-config-invalid")
+		if strings.Contains(ce.Problem, "docs/runbook.md#") {
+			see = "" // the problem names its own entry (RetiredSlot)
+		}
+		fmt.Fprintf(e.stderr, "%s: %v\n", e.name, err)
+		if see != "" {
+			fmt.Fprintln(e.stderr, see)
+		}
 		return exitCode(1)
 	}
 	return err
