@@ -61,3 +61,20 @@ func TestServeBadGatewayPath(t *testing.T) {
 		t.Fatalf("loop.sock: %v", err)
 	}
 }
+
+// A retired [model] slot names its own runbook entry, and only that one.
+func TestServeRetiredSlotNamesOneEntry(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "loopd.toml")
+	text := "[paths]\nhome = \"" + dir + "\"\n[model]\nsocket = \"" + filepath.Join(dir, "infer.sock") +
+		"\"\nslot = 0\n[listen]\nsocket = \"" + filepath.Join(dir, "loop.sock") + "\"\n"
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := Main("loopd", []string{"serve", "--config", cfg}, nil, &stdout, &stderr)
+	if code != 1 || strings.Count(stderr.String(), "runbook.md") != 1 ||
+		!strings.HasSuffix(stderr.String(), "see docs/runbook.md#loopd-slot-retired\n") {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -40,13 +39,9 @@ func (c *serveCmd) Run(e *env) error {
 	}
 	var ce *wire.ConfigError
 	if errors.As(err, &ce) {
-		see := runbook.See("loopd-config-invalid")
-		if strings.Contains(ce.Problem, "docs/runbook.md#") {
-			see = "" // the problem names its own entry (RetiredSlot)
-		}
 		fmt.Fprintf(e.stderr, "%s: %v\n", e.name, err)
-		if see != "" {
-			fmt.Fprintln(e.stderr, see)
+		if ce.Problem != config.RetiredSlot { // which names its own entry
+			fmt.Fprintln(e.stderr, runbook.See("loopd-config-invalid"))
 		}
 		return exitCode(1)
 	}
