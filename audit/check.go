@@ -26,12 +26,16 @@ func (w *Writer) check(full bool, watch *uint64) (ChainReport, bool, error) {
 		rep, ok, err := w.quickCheck(names, watch)
 		// The record the head names is older than the lines the quick
 		// check read: only the whole log can say whether it is there.
-		older := watch != nil && rep.watched == nil && *watch < rep.NextSeq
+		older := watch != nil && rep.found(*watch) == nil && *watch < rep.NextSeq
 		if err != nil || ok && rep.Failure == nil && !older {
 			return rep, false, err
 		}
 	}
-	rep, err := verifyDir(w.dir, watch)
+	var seqs []uint64
+	if watch != nil {
+		seqs = append(seqs, *watch)
+	}
+	rep, err := verifyDir(w.dir, seqs...)
 	return rep, true, err
 }
 

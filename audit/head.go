@@ -191,7 +191,7 @@ func compareHead(path string, head Head, rep ChainReport) *HeadError {
 	}
 	seq := head.Next - 1
 	e := &HeadError{Problem: wire.HeadDiffers, Head: &head}
-	switch w := rep.watched; {
+	switch w := rep.found(seq); {
 	case w != nil && w.hash == head.Hash:
 		return nil
 	case w != nil:

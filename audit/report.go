@@ -59,14 +59,25 @@ type ChainReport struct {
 	torn tornInfo
 	brk  breakInfo
 	slow uint64 // lines parseFast refused and wire.Unmarshal accepted: a parseFast bug
-	// watched is the record with the seq the verifier was asked to watch,
-	// if the chain holds one.
-	watched *watched
+	// watched are the records with the seqs the verifier was asked to
+	// watch, those the chain holds.
+	watched []watched
 }
 
 type watched struct {
+	seq  uint64
 	loc  Location
 	hash wire.Hash32
+}
+
+// found is the watched record with this seq; nil if the chain holds none.
+func (r *ChainReport) found(seq uint64) *watched {
+	for i := range r.watched {
+		if r.watched[i].seq == seq {
+			return &r.watched[i]
+		}
+	}
+	return nil
 }
 
 // tornInfo describes the torn tail and where a Recovery record for it chains

@@ -48,8 +48,9 @@ type ChainVerifier struct {
 	asks map[string]uint64 // session/call of each Ask decision not yet approved
 	rep  ChainReport
 
-	watch    uint64 // the seq whose record's hash startup compares with the head
-	watching bool
+	// watch holds the seqs whose records' hashes are compared with a head:
+	// the one brokerd keeps, and one the owner kept off the host.
+	watch []uint64
 }
 
 // verdict is a line judged but not yet applied to the state.
@@ -85,10 +86,10 @@ func ResumeChainVerifier(nextSeq uint64, prev wire.Hash32) *ChainVerifier {
 	return v
 }
 
-// watchSeq makes the report say where the record with this seq is and what
-// it hashes to, if it is part of the chain.
-func (v *ChainVerifier) watchSeq(seq uint64) {
-	v.watch, v.watching = seq, true
+// watchSeq makes the report say where the record with each of these seqs
+// is and what it hashes to, if it is part of the chain.
+func (v *ChainVerifier) watchSeq(seqs ...uint64) {
+	v.watch = append(v.watch, seqs...)
 }
 
 // File starts the next file; name is its base name.
@@ -234,8 +235,11 @@ func (v *ChainVerifier) commit() {
 
 // advance makes the pending line the head of the chain.
 func (v *ChainVerifier) advance(p *verdict) {
-	if v.watching && p.seq == v.watch {
-		v.rep.watched = &watched{loc: p.loc, hash: p.hash}
+	for _, seq := range v.watch {
+		if p.seq == seq {
+			// Seqs only grow along the chain: each is found at most once.
+			v.rep.watched = append(v.rep.watched, watched{seq: seq, loc: p.loc, hash: p.hash})
+		}
 	}
 	v.rep.Records++
 	v.prevHash, v.expSeq, v.haveHead = p.hash, p.seq+1, true

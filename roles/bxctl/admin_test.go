@@ -127,11 +127,11 @@ func TestApprovalsOutput(t *testing.T) {
 	}
 	f := startFake(t, "", always(wire.ApprovalList{Items: items}))
 	code, out, errs := run("approvals", "--admin-socket", f.path)
-	want := "41  2 min ago  expires in 13 min  session chat-1758…  grant shell-scratch  taint private  arguments 75 bytes\n" +
+	want := "41  2 min ago  expires in 13 min  session chat-1758…  grant shell-scratch  taint private  arguments 75 bytes  digest 62c96eee9515436c\n" +
 		`    shell {"command": "rm -rf /home/kyle/scratch/build", "cwd": "/home/kyle/scratch"}` + "\n" +
-		"42  30 s ago  expires now  session s-1  grant notes  taint secret  arguments 44 bytes\n" +
+		"42  30 s ago  expires now  session s-1  grant notes  taint secret  arguments 44 bytes  digest 9a7bc7a4651abd7f\n" +
 		`    read_file {"path": "/a\u001b[2J\u001b]0;owned\u0007\u000d\u000a\u0009b\u007f\u0085\u009b31m\u200bc"}` + "\n" +
-		"43  1 s ago  expires in 1 h  session s-1  grant shell-scratch  taint public  arguments 475 bytes\n" +
+		"43  1 s ago  expires in 1 h  session s-1  grant shell-scratch  taint public  arguments 475 bytes  digest 05c7197253ed4854\n" +
 		`    shell {"command": "cat a ; rm -rf ~/notes #\u202e\u2066 txt.seton/~ fr- mr ; a tac\u2069\u0020{400}"}` + "\n"
 	if code != 0 || out != want || errs != "" {
 		t.Fatalf("exit %d, stderr %q, stdout\n%s\nwant\n%s", code, errs, out, want)

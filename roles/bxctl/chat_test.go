@@ -103,7 +103,7 @@ func admin(m wire.Message) wire.Message {
 	return wire.WireError{Code: wire.Forbidden}
 }
 
-const wantBlock = "41  2 min ago  expires in 13 min  session chat-1758…  grant notes-read  taint private  arguments 18 bytes\n" +
+const wantBlock = "41  2 min ago  expires in 13 min  session chat-1758…  grant notes-read  taint private  arguments 18 bytes  digest 88e6b57c0173bf09\n" +
 	"    read_file {\"path\":\"/n/a.md\"}\n"
 
 // TestChatInteractiveApproves: the approval block as approvals prints it,

@@ -39,22 +39,31 @@ func span(d time.Duration) string {
 }
 
 // approvalBlock is the two lines that show one pending approval (M3a §9),
-// the first ending with the arguments' length in bytes (issue 12):
+// the first ending with the arguments' length in bytes (issue 12) and the
+// digest of the call (issue 14):
 //
-//	41  2 min ago  expires in 13 min  session chat-1758…  grant shell-scratch  taint private  arguments 78 bytes
+//	41  2 min ago  expires in 13 min  session chat-1758…  grant shell-scratch  taint private  arguments 78 bytes  digest 3f0c8e21a9d4b756
 //	    shell {"command": "rm -rf /home/kyle/scratch/build", "cwd": "/home/kyle/scratch"}
 //
 // The arguments are shown as the model wrote them, as data (wire.Printable):
 // the length is of what was sent, so an owner can tell when what is shown is
-// short of it (escapes and runs written with their count).
+// short of it (escapes and runs written with their count). The digest is
+// the one gatewayd shows on the approval's Mattermost post, so the owner
+// can see that both name the same call.
 func approvalBlock(p wire.PendingApproval, now time.Time) string {
 	expires := "expires now"
 	if left := p.Expires.Time().Sub(now); left > 0 {
 		expires = "expires in " + span(left)
 	}
-	return fmt.Sprintf("%d  %s ago  %s  session %s  grant %s  taint %s  arguments %d bytes\n    %s %s\n",
+	return fmt.Sprintf("%d  %s ago  %s  session %s  grant %s  taint %s  arguments %d bytes  digest %s\n    %s %s\n",
 		p.Approval, span(now.Sub(p.Created.Time())), expires, shortSession(p.Session.String()),
-		wire.Printable(p.Grant), p.Taint, len(p.Arguments), wire.Printable(p.Tool), wire.Printable(p.Arguments))
+		wire.Printable(p.Grant), p.Taint, len(p.Arguments), callDigest(p), wire.Printable(p.Tool), wire.Printable(p.Arguments))
+}
+
+// callDigest is the prefix of the digest of the exact call (its tool,
+// arguments, grant and taint, as brokerd holds them) that gatewayd posts.
+func callDigest(p wire.PendingApproval) string {
+	return wire.DigestPrefix(wire.CallDigest(p.Tool, p.Arguments, p.Grant, p.Taint))
 }
 
 // summaryEnds is how many characters of each end of long arguments are
@@ -62,18 +71,18 @@ func approvalBlock(p wire.PendingApproval, now time.Time) string {
 const summaryEnds = 60
 
 // longArguments is, for arguments too long to read at a glance, one line
-// that shows again their tool, length, grant and both ends, printed just
-// before "approve N? [y/N]": the block above may have scrolled out of
-// sight, and padding or plain length must not leave the owner answering
-// with only the harmless tail of a command on screen (issue 12). Short
-// arguments get "", the block is enough.
+// that shows again their tool, length, grant, the call's digest and both
+// ends, printed just before "approve N? [y/N]": the block above may have
+// scrolled out of sight, and padding or plain length must not leave the
+// owner answering with only the harmless tail of a command on screen
+// (issue 12). Short arguments get "", the block is enough.
 func longArguments(p wire.PendingApproval) string {
 	if utf8.RuneCountInString(p.Arguments) <= 2*summaryEnds+20 {
 		return ""
 	}
 	head, tail := ends(p.Arguments, summaryEnds)
-	return fmt.Sprintf("approval %d: %s under grant %s, arguments %d bytes: %s … %s\n",
-		p.Approval, wire.Printable(p.Tool), wire.Printable(p.Grant), len(p.Arguments), head, tail)
+	return fmt.Sprintf("approval %d: %s under grant %s, arguments %d bytes, digest %s: %s … %s\n",
+		p.Approval, wire.Printable(p.Tool), wire.Printable(p.Grant), len(p.Arguments), callDigest(p), head, tail)
 }
 
 // ends is the first and last n characters of s as Printable shows them,

@@ -15,6 +15,7 @@ import (
 	"boxmaker/roles/loopd/internal/server"
 	"boxmaker/roles/loopd/internal/tools"
 	"boxmaker/runbook"
+	"boxmaker/wire"
 )
 
 // brokerWait bounds the wait for brokerd's first answer to a tool call: the
@@ -34,6 +35,14 @@ func (c *serveCmd) Run(e *env) error {
 			fmt.Fprintf(e.stderr, "%s: self-test: %s\n", e.name, p)
 		}
 		fmt.Fprintf(e.stderr, "%s: self-test failed; %s\n", e.name, runbook.See("loopd-selftest-failed"))
+		return exitCode(1)
+	}
+	var ce *wire.ConfigError
+	if errors.As(err, &ce) {
+		fmt.Fprintf(e.stderr, "%s: %v\n", e.name, err)
+		if ce.Problem != config.RetiredSlot { // which names its own entry
+			fmt.Fprintln(e.stderr, runbook.See("loopd-config-invalid"))
+		}
 		return exitCode(1)
 	}
 	return err

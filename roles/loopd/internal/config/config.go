@@ -17,7 +17,8 @@
 //	max_answer_tokens = 2048               # max_tokens of every request
 //
 //	[listen]
-//	socket = "/var/lib/boxmaker/run/owner-loop/loop.sock"
+//	socket = "/var/lib/boxmaker/run/owner-loop/loop.sock"     # bxctl chat
+//	gateway = "/var/lib/boxmaker/run/gateway-loop/loop.sock"  # optional: gatewayd
 //
 //	[broker]
 //	socket = "/var/lib/boxmaker/run/loop-broker/broker.sock"   # optional
@@ -77,8 +78,25 @@ type Model struct {
 
 // Listen is where loopd serves the channel protocol.
 type Listen struct {
+	// Socket is the owner's loop.sock (bxctl chat).
 	Socket string `toml:"socket"`
+	// Gateway, optional, is gatewayd's loop.sock (issue 14): the same
+	// protocol and limits, in a directory of its own so that the two
+	// clients' groups need not share one (docs/layout.md).
+	Gateway string `toml:"gateway"`
 }
+
+// Sockets are the paths loopd listens on: Socket, then Gateway if set.
+func (l Listen) Sockets() []string {
+	if l.Gateway == "" {
+		return []string{l.Socket}
+	}
+	return []string{l.Socket, l.Gateway}
+}
+
+// MaxSocketPath is the longest path a Unix socket can bind: sun_path is
+// 108 bytes with the terminating NUL.
+const MaxSocketPath = 107
 
 // Broker is brokerd's broker.sock. Optional: without it every tool call
 // other than the core tools fails with "no tool broker is configured".
@@ -188,6 +206,33 @@ func (c *Config) check(file string, data []byte) error {
 		return bad("model.max_answer_tokens", fmt.Sprintf("[model] max_answer_tokens must be between 1 and %d", MaxAnswerTokensLimit))
 	case c.Model.SystemPrompt != "" && c.Model.SystemPromptFile != "":
 		return bad("model.system_prompt_file", "[model] system_prompt and system_prompt_file are exclusive")
+	}
+	return c.checkListen(bad)
+}
+
+// checkListen checks the paths loopd listens on, each alike: absolute (a
+// relative one would be bound wherever loopd was started), short enough to
+// bind, and not another socket of this file.
+func (c *Config) checkListen(bad func(key, problem string) error) error {
+	type sock struct{ key, name, path string }
+	listens := []sock{{"listen.socket", "[listen] socket", c.Listen.Socket}}
+	if c.Listen.Gateway != "" {
+		listens = append(listens, sock{"listen.gateway", "[listen] gateway", c.Listen.Gateway})
+	}
+	taken := []sock{{"model.socket", "[model] socket", c.Model.Socket}, {"broker.socket", "[broker] socket", c.Broker.Socket}}
+	for _, s := range listens {
+		switch {
+		case !filepath.IsAbs(s.path):
+			return bad(s.key, fmt.Sprintf("%s must be an absolute path, not %q", s.name, s.path))
+		case len(s.path) > MaxSocketPath:
+			return bad(s.key, fmt.Sprintf("%s: %s is %d bytes; a Unix socket path is at most %d", s.name, s.path, len(s.path), MaxSocketPath))
+		}
+		for _, o := range taken {
+			if o.path != "" && filepath.Clean(o.path) == filepath.Clean(s.path) {
+				return bad(s.key, fmt.Sprintf("%s and %s must be different sockets", s.name, o.name))
+			}
+		}
+		taken = append(taken, s)
 	}
 	return nil
 }

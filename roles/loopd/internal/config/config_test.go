@@ -41,6 +41,44 @@ func TestParseGood(t *testing.T) {
 	}
 }
 
+const ownerSock = `"/var/lib/boxmaker/run/owner-loop/loop.sock"`
+
+// longSock is longer than a Unix socket path may be.
+var longSock = "/" + strings.Repeat("d", 100) + "/loop.sock"
+
+// withGateway is good with [listen] gateway = v on line 11.
+func withGateway(v string) string {
+	return strings.Replace(good, "socket = "+ownerSock+"\n", "socket = "+ownerSock+"\ngateway = "+v+"\n", 1)
+}
+
+// TestParseGateway: [listen] gateway is optional; when set, loopd listens
+// on both, the owner's socket first.
+func TestParseGateway(t *testing.T) {
+	c, err := Parse("loopd.toml", []byte(good))
+	if err != nil || c.Listen.Gateway != "" || len(c.Listen.Sockets()) != 1 || c.Listen.Sockets()[0] != c.Listen.Socket {
+		t.Fatalf("without: %+v, %v", c.Listen, err)
+	}
+	c, err = Parse("loopd.toml", []byte(withGateway(`"/var/lib/boxmaker/run/gateway-loop/loop.sock"`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"/var/lib/boxmaker/run/owner-loop/loop.sock", "/var/lib/boxmaker/run/gateway-loop/loop.sock"}
+	if got := c.Listen.Sockets(); len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("sockets %q", got)
+	}
+	// The longest path that binds is accepted.
+	longest := "/" + strings.Repeat("g", MaxSocketPath-len("//loop.sock")) + "/loop.sock"
+	if len(longest) != MaxSocketPath {
+		t.Fatalf("%d bytes", len(longest))
+	}
+	if _, err := Parse("loopd.toml", []byte(withGateway(`"`+longest+`"`))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse("loopd.toml", []byte(withGateway(`"`+longest+`x"`))); err == nil {
+		t.Fatal("a path one byte too long was accepted")
+	}
+}
+
 func TestParseRefuses(t *testing.T) {
 	for _, tc := range []struct{ name, text, want string }{
 		{"unknown key", good + "\n[model2]\nx = 1\n", `loopd.toml:15: unknown key "model2"`},
@@ -57,10 +95,28 @@ func TestParseRefuses(t *testing.T) {
 		{"zero answer tokens", strings.Replace(good, "max_steps = 8", "max_steps = 8\nmax_answer_tokens = 0", 1), "loopd.toml:8: [model] max_answer_tokens must be between 1 and 1048576"},
 		{"huge answer tokens", strings.Replace(good, "max_steps = 8", "max_steps = 8\nmax_answer_tokens = 2097152", 1), "loopd.toml:8: [model] max_answer_tokens must be between 1 and 1048576"},
 		{"epoch percent", strings.Replace(good, "n_ctx = 8192", "n_ctx = 8192\nepoch_percent = 99", 1), "loopd.toml:7: [model] epoch_percent must be between 10 and 95"},
+		{"relative socket", strings.Replace(good, ownerSock, `"run/loop.sock"`, 1), `loopd.toml:10: [listen] socket must be an absolute path, not "run/loop.sock"`},
+		{"long socket", strings.Replace(good, ownerSock, `"`+longSock+`"`, 1), "loopd.toml:10: [listen] socket: " + longSock + " is 111 bytes; a Unix socket path is at most 107"},
+		{"socket is the model's", strings.Replace(good, ownerSock, `"/var/lib/boxmaker/run/loop-infer/infer.sock"`, 1), "loopd.toml:10: [listen] socket and [model] socket must be different sockets"},
+		{"relative gateway", withGateway(`"gateway-loop/loop.sock"`), `loopd.toml:11: [listen] gateway must be an absolute path, not "gateway-loop/loop.sock"`},
+		{"empty gateway", withGateway(`""`), ""},
+		{"long gateway", withGateway(`"` + longSock + `"`), "loopd.toml:11: [listen] gateway: " + longSock + " is 111 bytes; a Unix socket path is at most 107"},
+		{"gateway is the owner's", withGateway(ownerSock), "loopd.toml:11: [listen] gateway and [listen] socket must be different sockets"},
+		{"gateway is the owner's, spelt otherwise", withGateway(`"/var/lib/boxmaker/run/owner-loop/./loop.sock"`), "loopd.toml:11: [listen] gateway and [listen] socket must be different sockets"},
+		{"gateway is the broker's", withGateway(`"/var/lib/boxmaker/run/loop-broker/broker.sock"`), "loopd.toml:11: [listen] gateway and [broker] socket must be different sockets"},
+		{"gateway is the model's", withGateway(`"/var/lib/boxmaker/run/loop-infer/infer.sock"`), "loopd.toml:11: [listen] gateway and [model] socket must be different sockets"},
+		{"gateway not a string", withGateway("1"), `loopd.toml:11: "listen.gateway" must be a string`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("loopd.toml", []byte(tc.text))
 			var ce *wire.ConfigError
+			if tc.want == "" {
+				// An empty gateway is no gateway: nothing to check.
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
 			if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}

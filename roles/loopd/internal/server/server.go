@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,7 +65,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	ln, err := channel.Listen(cfg.Listen.Socket)
+	lns, err := listen(cfg.Listen.Sockets())
 	if err != nil {
 		return err
 	}
@@ -95,13 +96,54 @@ func Run(ctx context.Context, o Options) error {
 			return len(ids[0]), nil
 		},
 	})
-	say(fmt.Sprintf("serving %s (model context %d tokens, server slots %d)", cfg.Listen.Socket, nctx, nslots))
+	say(fmt.Sprintf("serving %s (model context %d tokens, server slots %d)", strings.Join(cfg.Listen.Sockets(), " and "), nctx, nslots))
 	if o.Ready != nil {
 		o.Ready()
 	}
 	srv := &channel.Server{Say: mgr.Say, Log: say}
-	err = srv.Serve(ctx, ln)
+	err = serve(ctx, srv, lns)
 	return errors.Join(err, mgr.Close())
+}
+
+// listen makes every socket loopd serves the channel protocol on (the
+// owner's, and gatewayd's when configured), each as channel.Listen makes
+// it. If one fails, those already made are closed, which removes them.
+func listen(paths []string) ([]net.Listener, error) {
+	var lns []net.Listener
+	for _, p := range paths {
+		ln, err := channel.Listen(p)
+		if err != nil {
+			for _, l := range lns {
+				l.Close()
+			}
+			return nil, err
+		}
+		lns = append(lns, ln)
+	}
+	return lns, nil
+}
+
+// serve serves srv on every listener, each on a goroutine it owns, until
+// ctx ends or one of them fails; then it stops the others (each closes
+// its listener, removing its socket, and waits for its connections) and
+// returns when all have. The listeners share one session manager, so a
+// session is the same, and as busy, whichever socket a say came in on.
+func serve(ctx context.Context, srv *channel.Server, lns []net.Listener) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(lns))
+	var wg sync.WaitGroup
+	for i, ln := range lns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = srv.Serve(ctx, ln)
+			// A listener that failed stops loopd, as it did with one socket.
+			cancel()
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // selftest checks, before serving, everything a turn will need: core

@@ -19,8 +19,9 @@ import (
 )
 
 // setup makes a home with core memory and a config pointing into a short
-// temporary directory (socket paths are limited to 108 bytes).
-func setup(t *testing.T) (config.Config, string) {
+// temporary directory (socket paths are limited to 108 bytes); listen is
+// more of the [listen] table.
+func setup(t *testing.T, listen ...string) (config.Config, string) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "srv")
 	if err != nil {
@@ -39,7 +40,7 @@ socket = "` + filepath.Join(dir, "infer.sock") + `"
 reply_timeout_s = 2
 [listen]
 socket = "` + filepath.Join(dir, "run", "loop.sock") + `"
-`
+` + strings.ReplaceAll(strings.Join(listen, "\n"), "[[dir]]", dir) + "\n"
 	cfg, err := config.Parse("loopd.toml", []byte(text))
 	if err != nil {
 		t.Fatal(err)
