@@ -360,3 +360,25 @@ func TestWaitForAndDrop(t *testing.T) {
 		t.Error("WaitFor of a post that never comes returned nil")
 	}
 }
+
+// TestRESTPostAnswers: create and patch answer the post as an object
+// (model.Post), the bot's with props.from_bot "true".
+func TestRESTPostAnswers(t *testing.T) {
+	w := newWorld(t)
+	status, body := w.call(t, "POST", "/api/v4/posts", "Bearer "+w.bot.Token, `{"channel_id":"`+w.dm+`","message":"a <b>"}`)
+	var p struct {
+		ID, Message string
+		Props       map[string]any
+		EditAt      int64 `json:"edit_at"`
+	}
+	if err := json.Unmarshal(body, &p); status != 201 || err != nil || p.Message != "a <b>" || p.Props["from_bot"] != "true" {
+		t.Fatalf("create: %d %s %v", status, body, err)
+	}
+	if got := w.s.Posts(w.dm); len(got) != 1 || got[0].ID != p.ID {
+		t.Fatalf("stored %+v", got)
+	}
+	status, body = w.call(t, "PUT", "/api/v4/posts/"+p.ID+"/patch", "Bearer "+w.bot.Token, `{"message":"b"}`)
+	if err := json.Unmarshal(body, &p); status != 200 || err != nil || p.Message != "b" || p.EditAt == 0 {
+		t.Fatalf("patch: %d %s %v", status, body, err)
+	}
+}

@@ -73,8 +73,10 @@ func New(baseURL, token string) (*Client, error) {
 	if err := checkToken(token); err != nil {
 		return nil, err
 	}
+	// The default transport's proxy from the environment, TLS and
+	// HTTP/2 (used for REST; the WebSocket's upgrade is HTTP/1.1 only);
+	// each request's context carries its timeout.
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.ResponseHeaderTimeout = DefaultRequestTimeout
 	return &Client{
 		base:  base,
 		token: func() string { return token },

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -230,4 +232,41 @@ func TestListenEndsWithContext(t *testing.T) {
 	if log, _ := r.snapshot(); len(log) != 0 {
 		t.Errorf("a Listen whose context had ended told the handler %v", log)
 	}
+}
+
+// TestListenTLS: https:// becomes wss://, through a server that also
+// offers HTTP/2 (the upgrade must still go over HTTP/1.1), and the REST
+// calls share the transport.
+func TestListenTLS(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v4/users/me" {
+			fmt.Fprintf(w, `{"id":%q,"username":"boxbot","is_bot":true}`, idBot)
+			return
+		}
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.CloseNow()
+		if _, _, err := c.Read(r.Context()); err != nil {
+			return
+		}
+		send(r.Context(), c, `{"event": "hello", "data": {}, "broadcast": {}, "seq": 0}`)
+		send(r.Context(), c, `{"status":"OK","seq_reply":1}`)
+		c.Read(r.Context())
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
+	c, err := New(srv.URL, "8xk3q9wzb7f1jdm4ytr6hcn2pa")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.hc.Transport.(*http.Transport).TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig
+	if me, err := c.Me(ctxT(t)); err != nil || me.ID != idBot {
+		t.Fatalf("Me over TLS: %+v, %v", me, err)
+	}
+	r := newRecorder()
+	listen(t, c, r)
+	r.waitFor(t, "hello", 1)
 }
