@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/alecthomas/kong v1.17.0
+	github.com/coder/websocket v1.8.15
 	github.com/containers/podman/v5 v5.8.6
 	github.com/creack/pty v1.1.24
 	github.com/go-json-experiment/json v1.27.2

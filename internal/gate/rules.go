@@ -45,6 +45,8 @@ var importRules = []rule{
 		"the tool program inside containers (a hidden role of the binary): it decides nothing, so no policy, and talks to nothing but its stdin, stdout and the egress proxy"},
 	{"internal/fakellama", nil,
 		"the fake llama-server for offline tests (design card, M2); tests of any role may use it, no production package may (no rule lists it)"},
+	{"internal/fakemm", nil,
+		"the stand-in Mattermost server for gatewayd's tests (issue 14); tests of any role may use it, no production package may (no rule lists it)"},
 	{"internal/tinymodel", nil,
 		"writes tiny GGUF models for tests against the real llama-server (issue 16); tests and .ci/llama-setup use it, no production package may (no rule lists it)"},
 	{"internal/syncbuf", nil,
