@@ -115,10 +115,12 @@ func (b *Broker) ask(ctx context.Context, req wire.ToolRequest, seq uint64, d po
 		Created: wire.TimestampOf(now), Expires: expires}
 	answers := b.Approvals.Add(info)
 	var a approvals.Answer
-	if err := c.Pending(wire.PendingResponse{Approval: seq, Expires: expires}); err != nil && b.Approvals.Drop(seq) {
-		return nil
+	ended := func(wire.ApprovalEnded) {}
+	if err := c.Pending(wire.PendingResponse{Approval: seq, Expires: expires}); err == nil {
+		ended = b.tellGateway(info)
+	} else if b.Approvals.Drop(seq) {
+		return nil // loopd is gone; gatewayd was never told
 	}
-	ended := b.tellGateway(info)
 	select {
 	case a = <-answers:
 	case <-c.Gone():

@@ -8,7 +8,12 @@
 // the host.
 //
 // Nothing here can approve a call on its own, and nothing about gatewayd
-// can hold one up. The only way an approval is ended from here is
+// can hold one up. Why: gatewayd is another process, reading a chat
+// server, behind a socket; if its words could approve by any other path
+// than the owner's own (bxctl's), a bug or a compromise there would run
+// tools no owner approved, and an outage there would stop calls the owner
+// can still answer at the terminal. So the only way an approval is ended
+// from here is
 // approvals.Table's Approve or Refuse, called with an owner_answer that
 // came on the connection of that very approval and passed checkAnswer:
 // approved or refused, by and post shaped like Mattermost ids, a printable

@@ -211,3 +211,25 @@ func TestGatewayToldEveryEnd(t *testing.T) {
 		})
 	}
 }
+
+// TestGatewayAnswerUnrecorded: an owner's approval whose Approval record
+// cannot be written denies the call (audit_unavailable), and gatewayd is
+// told that outcome.
+func TestGatewayAnswerUnrecorded(t *testing.T) {
+	var g *gatewaytest.Gatewayd
+	h := start(t, map[string]string{"a.toml": grantAsk}, withGatewayd(t, true, &g))
+	c, p := h.pending(askReq(t))
+	req := g.Request(t)
+	h.failAudit.Store(true)
+	req.Send(t, true, wire.OwnerAnswer{Answer: wire.Approved, By: ownerID, Post: postID})
+	if got := c.next(t).Msg; got != (wire.DeniedResponse{Reason: wire.AuditUnavailable}) {
+		t.Fatalf("loopd got %+v", got)
+	}
+	if got := g.Ended(t, p.Approval); !reflect.DeepEqual(got, wire.ApprovalEnded{Approval: p.Approval, End: wire.EndApproved,
+		By: ptr(ownerID), Post: ptr(postID), Denied: ptr(wire.AuditUnavailable)}) {
+		t.Fatalf("approval_ended %+v", got)
+	}
+	if h.rt.Count() != 0 {
+		t.Fatal("ran without its record")
+	}
+}
