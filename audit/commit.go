@@ -55,6 +55,8 @@ func (w *Writer) flush(reqs []*request) {
 			// The records are durable, but a head that stopped moving would
 			// let the log be cut back to it unnoticed: fail closed.
 			w.fail(unavailable("writing the head "+w.headPath, err))
+		} else {
+			w.setLast()
 		}
 	}
 	w.buf = w.buf[:0]

@@ -79,6 +79,7 @@ func Open(dir string, opts Options) (*Writer, StartupReport, error) {
 		_ = w.release() // the startup error is the one to report
 		return nil, rep, err
 	}
+	w.setLast()
 	go w.run()
 	return w, rep, nil
 }

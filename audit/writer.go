@@ -62,6 +62,7 @@ type Writer struct {
 	closed bool
 	err    error         // set once a write or sync failed; sticky
 	wake   chan struct{} // capacity 1: "the queue may be non-empty, or busy ended"
+	last   Head          // the last record synced (Head)
 	done   chan struct{} // closed when the committer goroutine returns
 
 	// Owned by whoever set busy (by Open before the committer starts).

@@ -31,12 +31,12 @@ func (a *Admin) Handle(ctx context.Context, msg wire.Message) wire.Message {
 	case wire.Approvals:
 		return wire.ApprovalList{Items: a.Approvals.List()}
 	case wire.Approve:
-		out, err := a.Approvals.Approve(m.Approval, a.Now())
+		out, err := a.Approvals.Approve(m.Approval, approvals.Bxctl, a.Now())
 		return wait(ctx, m.Approval, out, err, func(rec wire.DecisionRecord) wire.Message {
 			return wire.ApproveResult{Outcome: rec}
 		})
 	case wire.Refuse:
-		out, err := a.Approvals.Refuse(m.Approval, m.Reason, a.Now())
+		out, err := a.Approvals.Refuse(m.Approval, approvals.Bxctl, m.Reason, a.Now())
 		return wait(ctx, m.Approval, out, err, func(wire.DecisionRecord) wire.Message { return wire.OK{} })
 	case wire.CheckGrants:
 		return wire.GrantsReport{Problems: checkGrants(a.Grants)}

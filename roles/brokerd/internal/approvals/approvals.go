@@ -16,11 +16,24 @@ import (
 // ErrNoSuchApproval: the id is unknown, or its approval has already ended.
 var ErrNoSuchApproval = errors.New("approvals: no such pending approval")
 
+// Who is who answered an approval, as the Approval record keeps it (M3a §6,
+// issue 14): By is "bxctl" for admin.sock, or the Mattermost user id of the
+// owner who answered; Post is the approval post the answer came on (nil for
+// bxctl).
+type Who struct {
+	By   string
+	Post *string
+}
+
+// Bxctl is every answer that comes through admin.sock.
+var Bxctl = Who{By: "bxctl"}
+
 // Answer is how an approval ended, delivered to the waiting call. The call
 // sends the outcome it recorded to Outcome (when not nil), so the owner's
 // approve or refuse is answered only once the Approval record is written.
 type Answer struct {
 	Answer  wire.ApprovalAnswer
+	Who     Who     // who approved or refused; zero when it expired
 	Reason  *string // the owner's text, for a refusal
 	Outcome chan<- wire.DecisionRecord
 }
@@ -97,16 +110,17 @@ func (t *Table) Len() int {
 	return len(t.items)
 }
 
-// Approve ends the entry with approved and returns the channel the call's
-// re-decision arrives on. An entry past its expiry is expired instead, and
-// the owner gets ErrNoSuchApproval: the sweep is only once a second.
-func (t *Table) Approve(id uint64, now time.Time) (<-chan wire.DecisionRecord, error) {
-	return t.end(id, now, Answer{Answer: wire.Approved})
+// Approve ends the entry with approved, by who, and returns the channel the
+// call's re-decision arrives on. An entry past its expiry is expired
+// instead, and the owner gets ErrNoSuchApproval: the sweep is only once a
+// second.
+func (t *Table) Approve(id uint64, who Who, now time.Time) (<-chan wire.DecisionRecord, error) {
+	return t.end(id, now, Answer{Answer: wire.Approved, Who: who})
 }
 
-// Refuse ends the entry with refused and the owner's reason.
-func (t *Table) Refuse(id uint64, reason *string, now time.Time) (<-chan wire.DecisionRecord, error) {
-	return t.end(id, now, Answer{Answer: wire.Refused, Reason: reason})
+// Refuse ends the entry with refused, by who, and the owner's reason.
+func (t *Table) Refuse(id uint64, who Who, reason *string, now time.Time) (<-chan wire.DecisionRecord, error) {
+	return t.end(id, now, Answer{Answer: wire.Refused, Who: who, Reason: reason})
 }
 
 func (t *Table) end(id uint64, now time.Time, a Answer) (<-chan wire.DecisionRecord, error) {

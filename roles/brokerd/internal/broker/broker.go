@@ -50,9 +50,6 @@ type Client interface {
 // the content is withheld.
 const Unrecorded = "the result could not be recorded"
 
-// by is who answers approvals through admin.sock (M4 adds Mattermost users).
-const by = "bxctl"
-
 // Broker decides and answers tool requests. Its fields are set once, before
 // the first Handle; Handle is safe for concurrent use.
 type Broker struct {
@@ -61,9 +58,12 @@ type Broker struct {
 	States    States
 	Floor     Floor
 	Approvals *approvals.Table
-	Runtime   runner.Runtime
-	TTL       time.Duration // how long an approval waits
-	Now       func() time.Time
+	// Gateway, when not nil, is told of each call that becomes pending and
+	// of how it ended (gatewayd, issue 14).
+	Gateway Gateway
+	Runtime runner.Runtime
+	TTL     time.Duration // how long an approval waits
+	Now     func() time.Time
 	// Log prints lines for the owner, together (brokerd's stderr).
 	Log func(lines ...string)
 
@@ -110,12 +110,16 @@ func (b *Broker) ask(ctx context.Context, req wire.ToolRequest, seq uint64, d po
 	if g.Expires != nil && *g.Expires < expires {
 		expires = *g.Expires
 	}
-	answers := b.Approvals.Add(wire.PendingApproval{Approval: seq, Session: req.Session, Call: req.Call,
+	info := wire.PendingApproval{Approval: seq, Session: req.Session, Call: req.Call,
 		Tool: req.Tool, Arguments: req.Arguments, Grant: g.ID, Taint: d.State().Taint,
-		Created: wire.TimestampOf(now), Expires: expires})
+		Created: wire.TimestampOf(now), Expires: expires}
+	answers := b.Approvals.Add(info)
 	var a approvals.Answer
-	if err := c.Pending(wire.PendingResponse{Approval: seq, Expires: expires}); err != nil && b.Approvals.Drop(seq) {
-		return nil
+	ended := func(wire.ApprovalEnded) {}
+	if err := c.Pending(wire.PendingResponse{Approval: seq, Expires: expires}); err == nil {
+		ended = b.tellGateway(info)
+	} else if b.Approvals.Drop(seq) {
+		return nil // loopd is gone; gatewayd was never told
 	}
 	select {
 	case a = <-answers:
@@ -124,6 +128,7 @@ func (b *Broker) ask(ctx context.Context, req wire.ToolRequest, seq uint64, d po
 	}
 	if a.Answer == 0 { // loopd left, or brokerd is stopping
 		if b.Approvals.Drop(seq) {
+			ended(wire.ApprovalEnded{Approval: seq, End: wire.EndAbandoned})
 			return nil
 		}
 		// The owner or the expiry ended it first; its answer is waiting.
@@ -154,20 +159,16 @@ func (b *Broker) ask(ctx context.Context, req wire.ToolRequest, seq uint64, d po
 	default:
 		rec = wire.OutcomeDenied{Reason: wire.ApprovalExpired}
 	}
-	ev := wire.ApprovalEvent{Session: req.Session, Call: req.Call, Decision: seq, Answer: a.Answer, Outcome: rec}
-	if a.Answer != wire.Expired {
-		who := by
-		ev.By = &who
-	}
-	if a.Answer == wire.Refused {
-		ev.Reason = a.Reason
-	}
+	ev := approvalEvent(req, seq, a, rec)
 	if _, err := b.Audit.Append(ev); err != nil {
 		resp := b.auditFailed(err)
-		a.Reply(wire.OutcomeDenied{Reason: wire.AuditUnavailable})
+		unrecorded := wire.OutcomeDenied{Reason: wire.AuditUnavailable}
+		a.Reply(unrecorded)
+		ended(endedOf(ev, unrecorded))
 		return resp
 	}
 	a.Reply(rec)
+	ended(endedOf(ev, rec))
 	if r, denied := rec.(wire.OutcomeDenied); denied {
 		return wire.DeniedResponse(r)
 	}

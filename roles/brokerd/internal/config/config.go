@@ -46,12 +46,18 @@ type Paths struct {
 	Secrets string `toml:"secrets"`
 }
 
-// Sockets are brokerd's two listening sockets (M3a §6).
+// Sockets are brokerd's two listening sockets (M3a §6) and gatewayd's.
 type Sockets struct {
 	// Broker is broker.sock, for loopd's tool requests.
 	Broker string `toml:"broker"`
 	// Admin is admin.sock, for the owner's approvals and grant checks.
 	Admin string `toml:"admin"`
+	// Gateway is gateway.sock (issue 14), where gatewayd listens and
+	// brokerd is the client: pending approvals go there to be posted on
+	// Mattermost, and the owner's answers come back. Optional, with no
+	// default: empty means there is no gatewayd, and approvals are answered
+	// with bxctl alone (as they always can be).
+	Gateway string `toml:"gateway"`
 	// MaxBrokerConnections and MaxAdminConnections cap the connections
 	// each socket holds at once (issue 12): one more is answered with an
 	// error frame and closed, so a flood of broker.sock can neither use
@@ -172,7 +178,7 @@ func (c *Config) fill(file string, data []byte, getenv func(string) string) erro
 		key string
 		val *string
 	}{{"paths.home", &c.Paths.Home}, {"paths.grants", &c.Paths.Grants}, {"paths.secrets", &c.Paths.Secrets},
-		{"sockets.broker", &c.Sockets.Broker}, {"sockets.admin", &c.Sockets.Admin}} {
+		{"sockets.broker", &c.Sockets.Broker}, {"sockets.admin", &c.Sockets.Admin}, {"sockets.gateway", &c.Sockets.Gateway}} {
 		if *p.val != "" && !filepath.IsAbs(*p.val) {
 			return bad(p.key, fmt.Sprintf("%s must be an absolute path", p.key))
 		}
@@ -207,13 +213,19 @@ func (c *Config) fill(file string, data []byte, getenv func(string) string) erro
 	if c.Sockets.Admin == "" {
 		c.Sockets.Admin = AdminSocket(c.Paths.Home)
 	}
-	for _, s := range []struct{ key, path string }{{"sockets.broker", c.Sockets.Broker}, {"sockets.admin", c.Sockets.Admin}} {
+	for _, s := range []struct{ key, path string }{{"sockets.broker", c.Sockets.Broker}, {"sockets.admin", c.Sockets.Admin},
+		{"sockets.gateway", c.Sockets.Gateway}} {
 		if len(s.path) > maxSocketPath {
 			return bad(s.key, fmt.Sprintf("%s: %s is %d bytes; a Unix socket path is at most %d", s.key, s.path, len(s.path), maxSocketPath))
 		}
 	}
 	if c.Sockets.Broker == c.Sockets.Admin {
 		return bad("sockets.admin", "sockets.broker and sockets.admin must be different sockets")
+	}
+	// brokerd listens on its two sockets and connects to gatewayd's: the
+	// same path for both would have brokerd talk to itself.
+	if g := c.Sockets.Gateway; g != "" && (g == c.Sockets.Broker || g == c.Sockets.Admin) {
+		return bad("sockets.gateway", "sockets.gateway must be a socket of its own, not sockets.broker or sockets.admin")
 	}
 	if c.Approvals.TTLMs < 1 {
 		return bad("approvals.ttl_ms", "approvals.ttl_ms must be at least 1")

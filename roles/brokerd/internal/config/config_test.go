@@ -19,6 +19,7 @@ grants = "/srv/grants"
 [sockets]
 broker = "/srv/bx/b.sock"
 admin = "/srv/bx/a.sock"
+gateway = "/srv/bx/run/broker-gateway/gateway.sock"
 max_broker_connections = 7
 max_admin_connections = 3
 request_timeout_ms = 500
@@ -38,7 +39,7 @@ func TestParseFull(t *testing.T) {
 	}
 	wd, _ := os.Getwd()
 	want := Config{Paths{"/srv/bx", "/srv/grants", DefaultSecrets},
-		Sockets{Broker: "/srv/bx/b.sock", Admin: "/srv/bx/a.sock", MaxBrokerConnections: 7, MaxAdminConnections: 3, RequestTimeoutMs: 500},
+		Sockets{Broker: "/srv/bx/b.sock", Admin: "/srv/bx/a.sock", Gateway: "/srv/bx/run/broker-gateway/gateway.sock", MaxBrokerConnections: 7, MaxAdminConnections: 3, RequestTimeoutMs: 500},
 		Approvals{100}, podman.DefaultConfig(), filepath.Join(wd, "brokerd.toml")}
 	if c != want {
 		t.Fatalf("got %+v, want %+v", c, want)
@@ -90,11 +91,11 @@ func TestRelativeEnvHomeIsMadeAbsolute(t *testing.T) {
 // these cases show that brokerd's file goes through it, [podman] included.
 func TestParseRefuses(t *testing.T) {
 	for _, tc := range []struct{ name, text, want string }{
-		{"unknown section", full + "\n[podman2]\nx = 1\n", `brokerd.toml:16: unknown key "podman2"`},
-		{"unknown key", strings.Replace(full, "ttl_ms", "ttl", 1), `brokerd.toml:14: unknown key "approvals.ttl"`},
+		{"unknown section", full + "\n[podman2]\nx = 1\n", `brokerd.toml:17: unknown key "podman2"`},
+		{"unknown key", strings.Replace(full, "ttl_ms", "ttl", 1), `brokerd.toml:15: unknown key "approvals.ttl"`},
 		{"case variant key", strings.Replace(full, "home =", "Home =", 1), `brokerd.toml:3: unknown key "paths.Home"`},
 		{"case variant table", strings.Replace(full, "[sockets]", "[Sockets]", 1), `brokerd.toml:6: unknown key "Sockets"`},
-		{"podman case variant", full + "[podman]\nImage = \"x\"\n", `brokerd.toml:16: unknown key "podman.Image"`},
+		{"podman case variant", full + "[podman]\nImage = \"x\"\n", `brokerd.toml:17: unknown key "podman.Image"`},
 		{"value for a table", "paths = 1\n", `brokerd.toml:1: "paths" must be a table`},
 		{"duplicate key", "[paths]\nhome = \"/a\"\nhome = \"/b\"\n", "brokerd.toml:3: key home is already defined"},
 		{"wrong type", "[approvals]\nttl_ms = \"soon\"\n", `brokerd.toml:2: "approvals.ttl_ms" must be an integer`},
@@ -109,6 +110,13 @@ func TestParseRefuses(t *testing.T) {
 		{"too many admin connections", "\n[sockets]\nmax_admin_connections = 65537\n", "brokerd.toml:2: [sockets] max_admin_connections must be from 1 to 65536"},
 		{"no request timeout", "[sockets]\nrequest_timeout_ms = 0\n", "brokerd.toml:1: [sockets] request_timeout_ms must be at least 1"},
 		{"same socket", "[sockets]\nbroker = \"/s\"\nadmin = \"/s\"\n", "brokerd.toml:3: sockets.broker and sockets.admin must be different"},
+		{"relative gateway", "[sockets]\n\ngateway = \"run/gateway.sock\"\n", "brokerd.toml:3: sockets.gateway must be an absolute path"},
+		{"long gateway", "[sockets]\ngateway = \"/" + strings.Repeat("g", 107) + "\"\n", "brokerd.toml:2: sockets.gateway: /ggg"},
+		{"gateway is broker", "[sockets]\nbroker = \"/s\"\ngateway = \"/s\"\n", "brokerd.toml:3: sockets.gateway must be a socket of its own"},
+		{"gateway is the default admin", "[paths]\nhome = \"/h\"\n[sockets]\ngateway = \"/h/run/owner-broker/admin.sock\"\n",
+			"brokerd.toml:4: sockets.gateway must be a socket of its own"},
+		{"gateway is a number", "[sockets]\ngateway = 1\n", `brokerd.toml:2: "sockets.gateway" must be a string`},
+		{"gateway case variant", "[sockets]\nGateway = \"/g\"\n", `brokerd.toml:2: unknown key "sockets.Gateway"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("brokerd.toml", []byte(tc.text), env(nil))

@@ -46,7 +46,7 @@ var podmanStorage = []string{"/var/lib/containers/storage", "/run/containers/sto
 
 // Protected lists the paths no grant may reach (policy's loading rule 9,
 // issue 12): BOXMAKER_HOME and each of its parts, the grants and secrets
-// directories, both sockets' directories wherever they are, this config
+// directories, every socket's directory wherever it is, this config
 // file and the other roles' beside it, the configuration directory, and
 // the Podman service's socket directory and default storage. A grant that
 // reached any of them could write a grant, lower a session's taint, read
@@ -64,6 +64,11 @@ func (c Config) Protected() []policy.ProtectedPath {
 		policy.ProtectedPath{Path: filepath.Dir(c.Sockets.Admin), What: "admin.sock's directory"},
 		policy.ProtectedPath{Path: ConfigDir, What: "boxmaker's configuration directory"},
 	)
+	if c.Sockets.Gateway != "" {
+		// A tool that could listen there would be the gatewayd brokerd
+		// believes, and could see every approval and answer it.
+		ps = append(ps, policy.ProtectedPath{Path: filepath.Dir(c.Sockets.Gateway), What: "gateway.sock's directory"})
+	}
 	if c.File != "" {
 		ps = append(ps, policy.ProtectedPath{Path: c.File, What: "brokerd's config file"})
 		for _, rc := range roleConfigs {

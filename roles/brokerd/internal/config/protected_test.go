@@ -15,7 +15,7 @@ import (
 // config file and its neighbours, /etc/boxmaker and Podman's places.
 func TestProtected(t *testing.T) {
 	text := "[paths]\nhome = \"/srv/bx\"\ngrants = \"/srv/grants\"\nsecrets = \"/srv/secrets\"\n" +
-		"[sockets]\nbroker = \"/run/bx/lb/broker.sock\"\nadmin = \"/run/bx/ob/admin.sock\"\n" +
+		"[sockets]\nbroker = \"/run/bx/lb/broker.sock\"\nadmin = \"/run/bx/ob/admin.sock\"\ngateway = \"/run/bx/bg/gateway.sock\"\n" +
 		"[podman]\nsocket = \"unix:///run/pm/podman.sock\"\n"
 	c, err := Parse("/etc/bx/brokerd.toml", []byte(text), env(nil))
 	if err != nil {
@@ -29,7 +29,7 @@ func TestProtected(t *testing.T) {
 		got = append(got, p.Path)
 	}
 	for _, want := range []string{"/srv/bx", "/srv/bx/audit", "/srv/bx/broker/sessions", "/srv/bx/sessions", "/srv/bx/memory",
-		"/srv/bx/run/loop-infer", "/srv/grants", "/srv/secrets", "/run/bx/lb", "/run/bx/ob", "/etc/bx/brokerd.toml",
+		"/srv/bx/run/loop-infer", "/srv/grants", "/srv/secrets", "/run/bx/lb", "/run/bx/ob", "/run/bx/bg", "/etc/bx/brokerd.toml",
 		"/etc/bx/loopd.toml", "/etc/bx/inferproxy.toml", "/etc/bx/gatewayd.toml", "/etc/boxmaker", "/run/pm",
 		"/var/lib/containers/storage"} {
 		if !slices.Contains(got, want) {

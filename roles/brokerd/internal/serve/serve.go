@@ -22,6 +22,7 @@ import (
 	"boxmaker/roles/brokerd/internal/approvals"
 	"boxmaker/roles/brokerd/internal/broker"
 	"boxmaker/roles/brokerd/internal/config"
+	"boxmaker/roles/brokerd/internal/gateway"
 	"boxmaker/roles/brokerd/internal/runner"
 	"boxmaker/roles/brokerd/internal/state"
 	"boxmaker/runbook"
@@ -53,12 +54,21 @@ type Options struct {
 	Floor          broker.Floor
 	RequestTimeout time.Duration
 	SweepEvery     time.Duration
+	// Gateway shortens the gateway client's intervals (gateway.Options'
+	// HeadEvery, RetryMin, RetryMax and EndGrace; the defaults when zero).
+	Gateway GatewayTiming
+}
+
+// GatewayTiming are the gateway client's intervals, for tests.
+type GatewayTiming struct {
+	HeadEvery, RetryMin, RetryMax, EndGrace time.Duration
 }
 
 // Server is a running brokerd.
 type Server struct {
 	broker         *broker.Broker
 	admin          *admin.Admin
+	gateway        *gateway.Client // nil without [sockets] gateway
 	audit          *audit.Writer
 	requestTimeout time.Duration
 	stderr         io.Writer
@@ -193,6 +203,13 @@ func Start(o Options) (*Server, error) {
 		}
 		s.lns = append(s.lns, ln)
 	}
+	// gatewayd is told brokerd started once its sockets are up; nothing
+	// waits for it.
+	if cfg.Sockets.Gateway != "" {
+		s.gateway = gateway.Start(gateway.Options{Socket: cfg.Sockets.Gateway, Approvals: table, Head: auditHead(w), Log: s.log, Now: now,
+			HeadEvery: o.Gateway.HeadEvery, RetryMin: o.Gateway.RetryMin, RetryMax: o.Gateway.RetryMax, EndGrace: o.Gateway.EndGrace})
+		s.broker.Gateway = s.gateway
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.slots = []*slots{newSlots(brokerSock, cfg.Sockets.MaxBrokerConnections), newSlots(adminSock, cfg.Sockets.MaxAdminConnections)}
@@ -206,7 +223,21 @@ func Start(o Options) (*Server, error) {
 	}
 	s.wg.Go(func() { sweep(ctx, table, every, now) })
 	s.log(fmt.Sprintf("brokerd: serving %s and %s; grants from %s", cfg.Sockets.Broker, cfg.Sockets.Admin, cfg.Paths.Grants))
+	if s.gateway != nil {
+		s.log(fmt.Sprintf("brokerd: approvals also go to gatewayd on %s (instance %s)", cfg.Sockets.Gateway, s.gateway.Broker()))
+	}
 	return s, nil
+}
+
+// auditHead is the head gatewayd is sent: the log's last synced record.
+func auditHead(w *audit.Writer) func() (wire.AuditHead, bool) {
+	return func() (wire.AuditHead, bool) {
+		h := w.Head()
+		if h.Next == 0 {
+			return wire.AuditHead{}, false
+		}
+		return wire.AuditHead{Seq: h.Next - 1, Hash: h.Hash}, true
+	}
 }
 
 // ranBefore names what in <home>/broker/ shows that brokerd ran here and
@@ -288,10 +319,14 @@ func openFloor(home string, states broker.States) (*state.Floor, error) {
 
 // Stop closes both sockets and every connection, waits for every goroutine
 // (a call that is running finishes and records its result first), then
-// closes the audit log.
+// stops the gateway client (which tells gatewayd of the approvals abandoned
+// just now, within its grace) and closes the audit log.
 func (s *Server) Stop() error {
 	s.cancel()
 	s.wg.Wait()
+	if s.gateway != nil {
+		s.gateway.Close()
+	}
 	return s.audit.Close()
 }
 
