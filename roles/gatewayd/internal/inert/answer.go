@@ -61,8 +61,9 @@ func ReactionAnswer(emoji string) Answer {
 		return a
 	}
 	for _, tone := range skinTones {
+		// (_light_skin_tone is also the end of _medium_light_skin_tone.)
 		base, ok := strings.CutSuffix(emoji, tone)
-		if ok && base != "white_check_mark" && base != "x" {
+		if ok && (base == "+1" || base == "thumbsup" || base == "-1" || base == "thumbsdown") {
 			return reactions[base]
 		}
 	}
