@@ -44,7 +44,7 @@ type Approval struct {
 // or Fence. Arguments too long for one post are shown by their first and
 // last parts; the post stays endedReserve under MaxPostRunes, so Ended fits.
 func (a Approval) Text() string {
-	head := fmt.Sprintf("**Approval %d**: the agent asks to run a tool, and it waits for your answer.\n"+
+	head := fmt.Sprintf("🔐 Approval %d: the agent asks to run a tool, and it waits for your answer.\n"+
 		"tool %s · grant %s · taint %s · session %s\n"+
 		"arguments (%d bytes):",
 		a.ID, value(a.Tool), value(a.Grant), value(a.Taint), value(a.Session), len(a.Arguments))
@@ -167,7 +167,7 @@ func Ended(original string, o Outcome) string {
 // line is the outcome in one line.
 func (o Outcome) line() string {
 	if o.Unknown {
-		return "❓ **Unknown to brokerd**: it restarted, and approvals do not survive a restart, so the answer was not counted."
+		return "❓ Unknown to brokerd: it restarted, and approvals do not survive a restart, so the answer was not counted."
 	}
 	who := "on Mattermost"
 	switch o.Via {
@@ -179,18 +179,18 @@ func (o Outcome) line() string {
 	switch o.End {
 	case wire.EndApproved:
 		if o.Denied != nil {
-			return fmt.Sprintf("⛔ **Approved** %s, but the re-decision denied the call: %s. It did not run.", who, Code(o.Denied.String()))
+			return fmt.Sprintf("⛔ Approved %s, but the re-decision denied the call: %s. It did not run.", who, Code(o.Denied.String()))
 		}
-		return fmt.Sprintf("✅ **Approved** %s: the call ran.", who)
+		return fmt.Sprintf("✅ Approved %s: the call ran.", who)
 	case wire.EndRefused:
 		if o.Reason != "" {
-			return fmt.Sprintf("❌ **Refused** %s (reason: %s).", who, Code(cutRunes(o.Reason, 500)))
+			return fmt.Sprintf("❌ Refused %s (reason: %s).", who, Code(cutRunes(o.Reason, 500)))
 		}
-		return fmt.Sprintf("❌ **Refused** %s.", who)
+		return fmt.Sprintf("❌ Refused %s.", who)
 	case wire.EndExpired:
-		return "⌛ **Expired**: nobody answered in time, so the call was denied."
+		return "⌛ Expired: nobody answered in time, so the call was denied."
 	case wire.EndAbandoned:
-		return "🚫 **Abandoned**: the call's session ended before an answer, so the call did not run."
+		return "🚫 Abandoned: the call's session ended before an answer, so the call did not run."
 	}
-	return "**Ended** (" + Code(o.End.String()) + ")."
+	return "Ended (" + Code(o.End.String()) + ")."
 }

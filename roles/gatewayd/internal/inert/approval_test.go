@@ -199,17 +199,17 @@ func TestEndedLines(t *testing.T) {
 		o    Outcome
 		want string
 	}{
-		{Outcome{End: wire.EndApproved, Via: ViaMattermost, Username: "kyle"}, "✅ **Approved** on Mattermost by `kyle`: the call ran."},
-		{Outcome{End: wire.EndApproved, Via: ViaBxctl}, "✅ **Approved** with bxctl: the call ran."},
+		{Outcome{End: wire.EndApproved, Via: ViaMattermost, Username: "kyle"}, "✅ Approved on Mattermost by `kyle`: the call ran."},
+		{Outcome{End: wire.EndApproved, Via: ViaBxctl}, "✅ Approved with bxctl: the call ran."},
 		{Outcome{End: wire.EndApproved, Via: ViaMattermost, Username: "kyle", Denied: denied(wire.GrantExpired)},
-			"⛔ **Approved** on Mattermost by `kyle`, but the re-decision denied the call: `grant_expired`. It did not run."},
+			"⛔ Approved on Mattermost by `kyle`, but the re-decision denied the call: `grant_expired`. It did not run."},
 		{Outcome{End: wire.EndRefused, Via: ViaMattermost, Username: "kyle", Reason: "not now"},
-			"❌ **Refused** on Mattermost by `kyle` (reason: `not now`)."},
-		{Outcome{End: wire.EndRefused, Via: ViaBxctl}, "❌ **Refused** with bxctl."},
-		{Outcome{End: wire.EndExpired}, "⌛ **Expired**: nobody answered in time, so the call was denied."},
-		{Outcome{End: wire.EndAbandoned}, "🚫 **Abandoned**: the call's session ended before an answer, so the call did not run."},
+			"❌ Refused on Mattermost by `kyle` (reason: `not now`)."},
+		{Outcome{End: wire.EndRefused, Via: ViaBxctl}, "❌ Refused with bxctl."},
+		{Outcome{End: wire.EndExpired}, "⌛ Expired: nobody answered in time, so the call was denied."},
+		{Outcome{End: wire.EndAbandoned}, "🚫 Abandoned: the call's session ended before an answer, so the call did not run."},
 		{Outcome{End: wire.EndApproved, Unknown: true},
-			"❓ **Unknown to brokerd**: it restarted, and approvals do not survive a restart, so the answer was not counted."},
+			"❓ Unknown to brokerd: it restarted, and approvals do not survive a restart, so the answer was not counted."},
 	} {
 		if got := c.o.line(); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.o, got, c.want)

@@ -174,6 +174,7 @@ func checkLineStart(l string, n int, bad func(string, ...any)) {
 
 // inline reads one paragraph: escapes, code spans, and the rest.
 func (p *parsed) inline(text string, bad func(string, ...any)) {
+	spans := len(p.spans)
 	var out, live strings.Builder
 	for i := 0; i < len(text); {
 		c := text[i]
@@ -197,22 +198,34 @@ func (p *parsed) inline(text string, bad func(string, ...any)) {
 			r, size := utf8.DecodeRuneInString(text[i:])
 			out.WriteRune(r)
 			live.WriteRune(r)
-			if strings.ContainsRune("[]<&|\\$@", r) {
+			if strings.ContainsRune("[]|$@", r) {
 				bad("%q outside code, not escaped: %q", r, around(text, i))
 			}
 			i += size
 		}
 	}
-	o := out.String()
+	o, l := out.String(), live.String()
 	p.outside += o + "\n"
-	p.live += live.String() + "\n"
-	if strings.ContainsAny(o, "@$") {
-		bad("@ or $ outside code: %q", o)
+	p.live += l + "\n"
+	// The webapp's marked escapes neither < nor &, so an escaped one counts.
+	if strings.ContainsAny(o, "@$<") {
+		bad("@, $ or < outside code: %q", o)
 	}
 	rs := []rune(o)
 	for i := 0; i+1 < len(rs); i++ {
 		if (rs[i] == '#' || rs[i] == '~') && rs[i+1] != rs[i] && !unicode.IsSpace(rs[i+1]) {
 			bad("a hashtag or channel link outside code: %q", string(rs[i:min(len(rs), i+12)]))
+		}
+		if rs[i] == '&' && (rs[i+1] == '#' || rs[i+1] < 0x80 && (unicode.IsLetter(rs[i+1]) || unicode.IsDigit(rs[i+1]))) {
+			bad("an entity outside code: %q", string(rs[i:min(len(rs), i+12)]))
+		}
+	}
+	// The webapp's marked finds emphasis and strikethrough before code
+	// spans: a delimiter outside code could pair with one inside a span.
+	code := strings.Join(p.spans[spans:], "")
+	for _, c := range "*_~" {
+		if strings.ContainsRune(code, c) && strings.ContainsRune(l, c) {
+			bad("%q outside code, not escaped, while a code span of the paragraph holds one: %q", c, text)
 		}
 	}
 	if strings.Contains(o, "//") {

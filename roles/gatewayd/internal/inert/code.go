@@ -39,6 +39,11 @@ func clean(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	for i := 0; i < len(s); {
+		if c := s[i]; c >= ' ' && c < 0x7f || c == '\n' || c == '\t' {
+			b.WriteByte(c) // printable ASCII, the common case
+			i++
+			continue
+		}
 		r, n := utf8.DecodeRuneInString(s[i:])
 		if n == 1 && r == utf8.RuneError {
 			b.WriteRune(replacement)
@@ -68,6 +73,9 @@ func longestRun(s string, c byte) int {
 	return best
 }
 
+// codeSpaces makes a code span's line breaks and tabs spaces.
+var codeSpaces = strings.NewReplacer("\n", " ", "\t", " ")
+
 // Code returns s as inline code that nothing inside it can end: a backtick
 // run longer than any run in s, with a space inside each end when s starts or
 // ends with a backtick (or starts and ends with a space, which CommonMark
@@ -80,8 +88,7 @@ func longestRun(s string, c byte) int {
 // caller must not put a backtick, or another code span, right before or
 // after it: runs that touch merge.
 func Code(s string) string {
-	c := clean(s)
-	c = strings.NewReplacer("\n", " ", "\t", " ").Replace(c)
+	c := codeSpaces.Replace(clean(s))
 	if c == "" {
 		return "` `"
 	}

@@ -16,18 +16,20 @@ const enSpace = '\u2002'
 //
 // Every word that could be read as a URL (a scheme, "//", "www.", a dot
 // followed by two letters, as in a bare domain), a mention or an email
-// address (any @), a channel link (~name), a hashtag (#tag) or LaTeX (any $)
-// goes whole into inline code, where no client or server autolinks,
-// previews, notifies or renders it. [ ] < & | \ and stray backticks are
-// backslash-escaped everywhere, so no link, image (inline, reference-style or
-// HTML), reference definition, HTML, entity or table can form. A line's
-// first character is escaped when it could open a block (heading, quote,
-// list, thematic break, setext underline), and leading spaces and tabs
-// become en spaces, so nothing indents into a code block. The model's own
-// code spans and fenced blocks are kept as code, rewritten with Code and
-// Fence (a fence loses its info string: ```latex would render). Control and
-// format characters become U+FFFD as in Code. Ordinary prose (letters,
-// digits, common punctuation, line breaks) comes out as it went in.
+// address (any @), a channel link (~name), a hashtag (#tag), LaTeX (any $),
+// HTML or an angle autolink (any <) or an entity (&name, &#) goes whole into
+// inline code, where no client or server autolinks, previews, notifies or
+// renders it. [ ] | and stray backticks are backslash-escaped, so no link,
+// image, reference definition or table can form, and so are * _ ~ in a
+// paragraph whose code spans hold them (the webapp's marked would let
+// emphasis end inside a code span). A line's first character is escaped when
+// it could open a block (heading, quote, list, thematic break, setext
+// underline), and leading spaces and tabs become en spaces, so nothing
+// indents into a code block. The model's own code spans and fenced blocks
+// are kept as code, rewritten with Code and Fence (a fence loses its info
+// string: ```latex would render). Control and format characters become
+// U+FFFD as in Code. Ordinary prose (letters, digits, common punctuation,
+// emphasis, line breaks) comes out as it went in.
 func Text(s string) string {
 	var out []string
 	for _, b := range blocks(clean(s)) {
@@ -44,6 +46,22 @@ func Text(s string) string {
 type block struct {
 	fence bool
 	text  string
+}
+
+// language matches an info string that only names a language, which a
+// fence may drop; any other is shown as a line before the block, so that
+// no text the model wrote is hidden.
+func language(info string) bool {
+	if len(info) > 32 {
+		return false
+	}
+	for i := 0; i < len(info); i++ {
+		c := info[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("_+.#-", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // blocks splits s into paragraphs (runs of non-blank lines) and fenced code
@@ -72,6 +90,9 @@ func blocks(s string) []block {
 			continue
 		}
 		flush()
+		if info := strings.TrimSpace(line[indent+n:]); !language(info) {
+			out = append(out, block{text: info})
+		}
 		var content strings.Builder
 		for i++; i < len(lines) && !fenceClosing(lines[i], c, n); i++ {
 			l := lines[i]
@@ -95,6 +116,8 @@ func leadingSpaces(line string) int {
 	return n
 }
 
+// fenceOpening reports whether line opens a fence: its character, the
+// length of its run and its indentation.
 func fenceOpening(line string) (c byte, n, indent int, ok bool) {
 	indent = leadingSpaces(line)
 	if indent > 3 || indent == len(line) {
@@ -131,6 +154,7 @@ type piece struct {
 	code bool
 	esc  bool
 	lit  string
+	from int // where a text piece starts in the paragraph, to grow it
 }
 
 // word is a run of text and code spans between whitespace, and its source.
@@ -141,14 +165,37 @@ type word struct {
 
 // paragraph renders one paragraph's lines.
 func paragraph(p string) string {
-	var b strings.Builder
-	words(p, func(w *word, sep byte) {
-		if w != nil {
-			b.WriteString(w.render())
-		} else {
-			b.WriteByte(sep)
+	type item struct {
+		w   *word
+		sep byte
+	}
+	var items []item
+	words(p, func(w *word, sep byte) { items = append(items, item{w, sep}) })
+	// The marked the webapp uses finds emphasis (*, _) and strikethrough
+	// (~~) before code spans, so a delimiter in the prose could pair with one
+	// inside a code span and leave the rest of that span as text. Where any
+	// code span of the paragraph holds such a character, it is escaped in
+	// the prose; elsewhere the model's emphasis is kept.
+	var inCode strings.Builder
+	for _, it := range items {
+		if it.w != nil {
+			inCode.WriteString(it.w.code())
 		}
-	})
+	}
+	delims := ""
+	for _, c := range "*_~" {
+		if strings.ContainsRune(inCode.String(), c) {
+			delims += string(c)
+		}
+	}
+	var b strings.Builder
+	for _, it := range items {
+		if it.w != nil {
+			b.WriteString(it.w.render(delims))
+		} else {
+			b.WriteByte(it.sep)
+		}
+	}
 	lines := strings.Split(b.String(), "\n")
 	for i, l := range lines {
 		lines[i] = lineStart(l)
@@ -175,9 +222,11 @@ func words(p string, emit func(w *word, sep byte)) {
 			w, start = &word{}, i
 		}
 		if k := len(w.pieces) - 1; k >= 0 && !pc.code && !pc.esc && !w.pieces[k].code && !w.pieces[k].esc {
-			w.pieces[k].lit += pc.lit
+			// Text runs on: the piece is the paragraph from its start.
+			w.pieces[k].lit = p[w.pieces[k].from : i+len(pc.lit)]
 			return
 		}
+		pc.from = i
 		w.pieces = append(w.pieces, pc)
 	}
 	for i := 0; i < len(p); {
@@ -248,16 +297,43 @@ func spanContent(s string) string {
 	return s
 }
 
-// render writes a word: whole as inline code when its text could act,
-// else its text escaped and its code spans as Code.
-func (w *word) render() string {
-	var text strings.Builder
+// acts reports whether the word's text, its code spans left out, could
+// act, read with its escapes resolved (as CommonMark does) or kept (as the
+// webapp's marked keeps \" or \:).
+func (w *word) acts() bool {
+	var resolved, kept strings.Builder
 	for _, pc := range w.pieces {
+		if pc.esc {
+			kept.WriteByte('\\')
+		}
 		if !pc.code {
-			text.WriteString(pc.lit)
+			resolved.WriteString(pc.lit)
+			kept.WriteString(pc.lit)
 		}
 	}
-	if acts(text.String()) {
+	return acts(resolved.String()) || acts(kept.String())
+}
+
+// code is what the word puts in code spans.
+func (w *word) code() string {
+	if w.acts() {
+		return w.raw
+	}
+	var b strings.Builder
+	for _, pc := range w.pieces {
+		if pc.code {
+			b.WriteString(pc.lit)
+		}
+	}
+	return b.String()
+}
+
+// render writes a word: whole as inline code when its text could act, else
+// its text escaped and its code spans as Code. Escaped are the characters
+// that could make a link, an image or a table ([ ] |), stray backticks, a
+// backslash that would escape what follows it, and delims.
+func (w *word) render(delims string) string {
+	if w.acts() {
 		return Code(w.raw)
 	}
 	var b strings.Builder
@@ -268,8 +344,14 @@ func (w *word) render() string {
 		case pc.esc:
 			b.WriteString(`\` + pc.lit)
 		default:
-			for _, r := range pc.lit {
-				if strings.ContainsRune("\\`[]<&|", r) {
+			for i, r := range pc.lit {
+				if r == '\\' && i+1 < len(pc.lit) && !isASCIIPunct(pc.lit[i+1]) {
+					// Literal before a letter in every parser; escaped, the
+					// webapp's marked would show both backslashes.
+					b.WriteRune(r)
+					continue
+				}
+				if strings.ContainsRune("\\`[]|", r) || strings.ContainsRune(delims, r) {
 					b.WriteByte('\\')
 				}
 				b.WriteRune(r)
@@ -277,67 +359,6 @@ func (w *word) render() string {
 		}
 	}
 	return b.String()
-}
-
-// acts reports whether a word's text could be read as a URL, a mention, an
-// email address, a channel link, a hashtag or LaTeX by Mattermost's server
-// or any of its clients. It errs towards yes: a word it passes stays prose.
-func acts(t string) bool {
-	if strings.ContainsAny(t, "@$") || strings.Contains(t, "//") {
-		return true
-	}
-	rs := []rune(t)
-	for i, r := range rs {
-		if i+1 == len(rs) {
-			break
-		}
-		next := rs[i+1]
-		switch {
-		case r == '#' && next != '#', r == '~' && next != '~':
-			return true
-		case r == ':' && schemeBefore(rs[:i]) && (strings.ContainsRune("/\\%", next) || unicode.IsLetter(next) || unicode.IsNumber(next)):
-			return true
-		case r == '.' && i+2 < len(rs) && unicode.IsLetter(next) && unicode.IsLetter(rs[i+2]):
-			return true
-		case (r == 'w' || r == 'W') && www(rs[i:]):
-			return true
-		}
-	}
-	return false
-}
-
-// schemeBefore reports whether the characters that can make up a URL scheme
-// ([A-Za-z0-9+.-]) right before a colon include a letter: a scheme starts
-// with one.
-func schemeBefore(rs []rune) bool {
-	for j := len(rs) - 1; j >= 0; j-- {
-		r := rs[j]
-		switch {
-		case 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z':
-			return true
-		case '0' <= r && r <= '9' || r == '+' || r == '.' || r == '-':
-		default:
-			return false
-		}
-	}
-	return false
-}
-
-// www reports whether rs starts with www, up to three digits and a dot, the
-// prefix Mattermost autolinks without a scheme.
-func www(rs []rune) bool {
-	if len(rs) < 4 || strings.ToLower(string(rs[:3])) != "www" {
-		return false
-	}
-	for i := 3; i < len(rs) && i <= 6; i++ {
-		if rs[i] == '.' {
-			return true
-		}
-		if rs[i] < '0' || rs[i] > '9' {
-			return false
-		}
-	}
-	return false
 }
 
 // lineStart makes a rendered line start as a paragraph's line: indentation

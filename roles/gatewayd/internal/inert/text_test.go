@@ -64,6 +64,7 @@ func TestHostileReplies(t *testing.T) {
 		{"latex", `$\href{https://attacker}{x}$ costs $5`, []string{`$\href{https://attacker}{x}$`, "$5"}, []string{"$"}},
 		{"fence", "```\n@channel ![x](https://a/b)\n```\n@here", []string{"@channel ![x](https://a/b)", "@here"}, []string{"@"}},
 		{"fence with info string", "```latex\n\\href{https://a}{x}\n```", []string{"\\href{https://a}{x}"}, []string{"latex"}},
+		{"fence with a hostile info string", "~~~ ![a](https://attacker/p) @all\nx\n~~~", []string{"![a](https://attacker/p)", "@all"}, []string{"]("}},
 		{"unclosed fence", "```\n@channel\n![x](https://a/b)", []string{"@channel\n![x](https://a/b)"}, []string{"@"}},
 		{"tilde fence", "~~~\n```\n@all\n~~~\n@here", []string{"```\n@all", "@here"}, []string{"@"}},
 		{"fence closed early", "````\n```\n````\n@channel", []string{"```", "@channel"}, []string{"@"}},
@@ -89,6 +90,16 @@ func TestHostileReplies(t *testing.T) {
 		{"escaped brackets", `\[x\](https://attacker)`, []string{`\](https://attacker)`}, nil},
 		{"footnote", "text[^1]\n\n[^1]: https://attacker", []string{"https://attacker"}, nil},
 		{"control characters", "a\x00b\x1bc\x7fd\u0085e", nil, nil},
+		// The webapp's marked finds emphasis before code spans.
+		{"emphasis ending in a code span", "*x `![a](https://attacker/?q=s)*`", []string{"![a](https://attacker/?q=s)*"}, []string{"*"}},
+		{"strong ending in a code span", "**x `y** ![a](https://attacker/p)`", []string{"y** ![a](https://attacker/p)"}, []string{"*"}},
+		{"strikethrough ending in a code span", "x ~~~`![a](https://attacker/p)~~ y`", []string{"![a](https://attacker/p)~~ y"}, []string{"~"}},
+		{"underscore ending in a code span", "_x `https://a/b_ c`", []string{"https://a/b_ c"}, []string{"_"}},
+		{"emphasis kept without such a span", "*really* see `make`", []string{"make"}, nil},
+		// Nor does it honour \< or \&.
+		{"angle autolink around a code span", "<3`@x`>", []string{"<3`@x`>"}, []string{"<"}},
+		{"less than", "a < b and c<d", []string{"<", "c<d"}, []string{"<"}},
+		{"entities", "&#64;all &amp;x AT&T & more", []string{"&#64;all", "&amp;x", "AT&T"}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

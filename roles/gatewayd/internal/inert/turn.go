@@ -3,6 +3,7 @@ package inert
 import (
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"boxmaker/wire"
@@ -85,7 +86,7 @@ func (t *Turn) Add(ev wire.TurnEvent) {
 		t.items = append(t.items, turnItem{kind: itemText, text: ev.Content})
 	case wire.TurnFailed:
 		t.done = true
-		t.items = append(t.items, turnItem{kind: itemNote, text: "⚠️ **The turn failed.** loopd says:"},
+		t.items = append(t.items, turnItem{kind: itemNote, text: "⚠️ The turn failed. loopd says:"},
 			turnItem{kind: itemText, text: ev.Message})
 	}
 }
@@ -127,16 +128,25 @@ func (t *Turn) Done() bool { return t.done }
 // made in the model's text before it is rendered, so they never fall inside
 // a code span or a fence of the post.
 func (t *Turn) Text() string {
+	// A text with more non-space characters than a post can hold cannot
+	// fit however it renders (Text drops only whitespace): it is not
+	// rendered whole, which for a long reply would take most of the time.
 	parts := make([]string, len(t.items))
+	tooLong := make([]bool, len(t.items))
+	whole := true
 	for i, it := range t.items {
+		if it.kind == itemText && nonSpace(it.text) > MaxPostRunes {
+			tooLong[i], whole = true, false
+			continue
+		}
 		parts[i] = it.render()
 	}
-	if s := t.join(parts, 0); utf8.RuneCountInString(s) <= MaxPostRunes {
+	if s := t.join(parts, 0); whole && utf8.RuneCountInString(s) <= MaxPostRunes {
 		return s
 	}
 	// The longest tail of parts that fits behind the marker line.
 	total, from := 0, len(parts)
-	for from > 0 {
+	for from > 0 && !tooLong[from-1] {
 		n := utf8.RuneCountInString(parts[from-1]) + 2
 		if total+n+utf8.RuneCountInString(earlierNote(from-1))+2 > MaxPostRunes {
 			break
@@ -157,9 +167,20 @@ func (t *Turn) Text() string {
 	return t.join(parts, last)
 }
 
+// nonSpace counts the runes of s that are not white space.
+func nonSpace(s string) int {
+	n := 0
+	for _, r := range s {
+		if !unicode.IsSpace(r) {
+			n++
+		}
+	}
+	return n
+}
+
 // earlierNote says that the turn's first n parts are not shown.
 func earlierNote(n int) string {
-	return fmt.Sprintf("*(… the first %d parts of this turn are not shown: the post would be longer than Mattermost allows …)*", n)
+	return fmt.Sprintf("(… the first %d parts of this turn are not shown: the post would be longer than Mattermost allows …)", n)
 }
 
 // join renders parts[from:] (with a note for those left out), one tool or
@@ -218,7 +239,7 @@ func cutMiddle(text string, room int) string {
 	render := func(keep int) string {
 		head, tail := string(rs[:keep]), string(rs[len(rs)-keep:])
 		return quote(Text(head)) + "\n\n" +
-			fmt.Sprintf("*(… %d characters of this text are not shown …)*", len(rs)-2*keep) +
+			fmt.Sprintf("(… %d characters of this text are not shown …)", len(rs)-2*keep) +
 			"\n\n" + quote(Text(tail))
 	}
 	// The largest keep that fits, by bisection: the rendered length grows

@@ -131,7 +131,7 @@ func TestTurnManyCalls(t *testing.T) {
 	}
 	tu.Add(wire.TurnReply{Content: "all read"})
 	out := checkTurn(t, &tu)
-	if !strings.HasPrefix(out, "*(… the first ") || !strings.HasSuffix(out, "> all read") ||
+	if !strings.HasPrefix(out, "(… the first ") || !strings.HasSuffix(out, "> all read") ||
 		!strings.Contains(out, "tool call 1000 `read_file`: ran") || strings.Contains(out, "tool call 1 `") {
 		t.Errorf("got %q…%q", out[:120], out[len(out)-120:])
 	}
