@@ -1,0 +1,259 @@
+package inert
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"boxmaker/wire"
+)
+
+// Turn is the conversation reply to one owner message (issue 14, point 3):
+// one post per turn, edited as the turn's events arrive. Everything the model
+// wrote (its text and its reply) is shown through Text inside a block quote,
+// so its words have the quote's gutter and gatewayd's own lines (tool calls,
+// notes) do not: no model text can pass for one of them. The zero value is
+// an empty turn.
+type Turn struct {
+	session *wire.SessionID
+	items   []turnItem
+	done    bool
+}
+
+type itemKind uint8
+
+const (
+	itemText itemKind = iota + 1 // model text, shown quoted
+	itemCall                     // one tool call's line
+	itemNote                     // one line of gatewayd's own, already inert
+)
+
+type turnItem struct {
+	kind   itemKind
+	text   string // itemText: the model's text; itemNote: the line
+	call   wire.CallID
+	tool   string
+	status string // itemCall: how the call stands, inert
+}
+
+// Add records one event of the turn.
+func (t *Turn) Add(ev wire.TurnEvent) {
+	switch ev := ev.(type) {
+	case wire.TurnSession:
+		s := ev.Session
+		t.session = &s
+	case wire.TurnText:
+		if strings.TrimSpace(ev.Content) != "" {
+			t.items = append(t.items, turnItem{kind: itemText, text: ev.Content})
+		}
+	case wire.TurnToolCall:
+		t.items = append(t.items, turnItem{kind: itemCall, call: ev.Call, tool: ev.Tool, status: "running"})
+	case wire.TurnApprovalPending:
+		// The event names the tool, not the call: it is the last call of
+		// that tool still running.
+		status := fmt.Sprintf("waiting for approval %d (expires %s)", ev.Approval,
+			ev.Expires.Time().UTC().Format("15:04:05 UTC"))
+		for i := len(t.items) - 1; i >= 0; i-- {
+			if it := &t.items[i]; it.kind == itemCall && it.tool == ev.Tool && it.status == "running" {
+				it.status = status
+				return
+			}
+		}
+		t.items = append(t.items, turnItem{kind: itemNote, text: fmt.Sprintf("a call of %s is %s.", value(ev.Tool), status)})
+	case wire.TurnToolOutcome:
+		status := outcomeStatus(ev)
+		for i := len(t.items) - 1; i >= 0; i-- {
+			if it := &t.items[i]; it.kind == itemCall && it.call == ev.Call {
+				it.status = status
+				return
+			}
+		}
+		t.items = append(t.items, turnItem{kind: itemCall, call: ev.Call, tool: ev.Tool, status: status})
+	case wire.TurnAnswerCut:
+		why := "it reached loopd's answer limit (" + Code("[model] max_answer_tokens") + ")"
+		if ev.Reason == wire.CutContextFull {
+			why = "the model's context was full"
+		}
+		t.items = append(t.items, turnItem{kind: itemNote,
+			text: fmt.Sprintf("✂️ The answer below was cut short after %d tokens: %s.", ev.Tokens, why)})
+	case wire.TurnReply:
+		t.done = true
+		if strings.TrimSpace(ev.Content) == "" {
+			t.items = append(t.items, turnItem{kind: itemNote, text: "(The model's reply was empty.)"})
+			return
+		}
+		t.items = append(t.items, turnItem{kind: itemText, text: ev.Content})
+	case wire.TurnFailed:
+		t.done = true
+		t.items = append(t.items, turnItem{kind: itemNote, text: "⚠️ The turn failed. loopd says:"},
+			turnItem{kind: itemText, text: ev.Message})
+	}
+}
+
+// outcomeStatus is how a tool call ended, in words.
+func outcomeStatus(ev wire.TurnToolOutcome) string {
+	switch ev.Status {
+	case wire.ToolResult:
+		s := "ran (result " + ev.Class.String()
+		if ev.Truncated {
+			s += ", truncated"
+		}
+		return s + ")"
+	case wire.ToolFailed:
+		return "failed"
+	case wire.ToolDenied:
+		if ev.Reason != nil {
+			return "denied (" + Code(ev.Reason.String()) + ")"
+		}
+		return "denied"
+	}
+	return Code(ev.Status.String())
+}
+
+// Session is the session the turn runs in, once loopd has said.
+func (t *Turn) Session() (wire.SessionID, bool) {
+	if t.session == nil {
+		return wire.SessionID{}, false
+	}
+	return *t.session, true
+}
+
+// Done reports whether the turn has ended (a reply or a failure).
+func (t *Turn) Done() bool { return t.done }
+
+// Text is the post: the turn so far, at most MaxPostRunes. When it would be
+// longer, the oldest parts are left out (a line says how many), and when
+// the last part alone is too long, the middle of its text is: the cuts are
+// made in the model's text before it is rendered, so they never fall inside
+// a code span or a fence of the post.
+func (t *Turn) Text() string {
+	// A text with more non-space characters than a post can hold cannot
+	// fit however it renders (Text drops only whitespace): it is not
+	// rendered whole, which for a long reply would take most of the time.
+	parts := make([]string, len(t.items))
+	tooLong := make([]bool, len(t.items))
+	whole := true
+	for i, it := range t.items {
+		if it.kind == itemText && nonSpace(it.text) > MaxPostRunes {
+			tooLong[i], whole = true, false
+			continue
+		}
+		parts[i] = it.render()
+	}
+	if s := t.join(parts, 0); whole && utf8.RuneCountInString(s) <= MaxPostRunes {
+		return s
+	}
+	// The longest tail of parts that fits behind the marker line.
+	total, from := 0, len(parts)
+	for from > 0 && !tooLong[from-1] {
+		n := utf8.RuneCountInString(parts[from-1]) + 2
+		if total+n+utf8.RuneCountInString(earlierNote(from-1))+2 > MaxPostRunes {
+			break
+		}
+		total += n
+		from--
+	}
+	if from < len(parts) {
+		return t.join(parts, from)
+	}
+	// Not even the last part fits: cut the middle of its text.
+	// (Only a text can be that long: a line's values are capped.)
+	last := len(parts) - 1
+	room := MaxPostRunes - utf8.RuneCountInString(earlierNote(last)) - 2
+	if t.items[last].kind == itemText {
+		parts[last] = cutMiddle(t.items[last].text, room)
+	}
+	return t.join(parts, last)
+}
+
+// nonSpace counts the runes of s that are not white space.
+func nonSpace(s string) int {
+	n := 0
+	for _, r := range s {
+		if !unicode.IsSpace(r) {
+			n++
+		}
+	}
+	return n
+}
+
+// earlierNote says that the turn's first n parts are not shown.
+func earlierNote(n int) string {
+	return fmt.Sprintf("(… the first %d parts of this turn are not shown: the post would be longer than Mattermost allows …)", n)
+}
+
+// join renders parts[from:] (with a note for those left out), one tool or
+// note line after another, and a blank line around each quote.
+func (t *Turn) join(parts []string, from int) string {
+	var b strings.Builder
+	prev := itemKind(0)
+	if from > 0 {
+		b.WriteString(earlierNote(from))
+		prev = itemText // a blank line after it
+	}
+	for i := from; i < len(parts); i++ {
+		k := t.items[i].kind
+		switch {
+		case prev == 0:
+		case k == itemText || prev == itemText:
+			b.WriteString("\n\n")
+		default:
+			b.WriteString("\n")
+		}
+		b.WriteString(parts[i])
+		prev = k
+	}
+	return b.String()
+}
+
+func (it turnItem) render() string {
+	switch it.kind {
+	case itemText:
+		return quote(Text(it.text))
+	case itemCall:
+		return fmt.Sprintf("tool call %d %s: %s", it.call, value(it.tool), it.status)
+	}
+	return it.text
+}
+
+// quote puts rendered text in a block quote: "> " before every line, ">"
+// alone for a blank one.
+func quote(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if l == "" {
+			lines[i] = ">"
+		} else {
+			lines[i] = "> " + l
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// cutMiddle renders text quoted in at most room runes: all of it when it
+// fits, else as much of its start and end as fits, with a line between
+// saying how much is left out.
+func cutMiddle(text string, room int) string {
+	rs := []rune(text)
+	render := func(keep int) string {
+		head, tail := string(rs[:keep]), string(rs[len(rs)-keep:])
+		return quote(Text(head)) + "\n\n" +
+			fmt.Sprintf("(… %d characters of this text are not shown …)", len(rs)-2*keep) +
+			"\n\n" + quote(Text(tail))
+	}
+	// The largest keep that fits, by bisection: the rendered length grows
+	// with keep, give or take escapes, so the answer is checked, not assumed.
+	lo, hi := 0, min(len(rs)/2, room)
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if utf8.RuneCountInString(render(mid)) <= room {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	for ; lo > 0 && utf8.RuneCountInString(render(lo)) > room; lo-- {
+	}
+	return render(lo)
+}
