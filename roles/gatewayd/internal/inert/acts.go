@@ -6,8 +6,9 @@ import (
 )
 
 // acts reports whether a word's text could be read as a URL, a mention, an
-// email address, a channel link, a hashtag or LaTeX by Mattermost's server
-// or any of its clients. It errs towards yes: a word it passes stays prose.
+// email address, a channel link, a hashtag, LaTeX, HTML, an angle autolink
+// or an entity by Mattermost's server or any of its clients. It errs
+// towards yes: a word it passes stays prose.
 func acts(t string) bool {
 	if strings.ContainsAny(t, "@$<") || strings.Contains(t, "//") {
 		return true

@@ -39,8 +39,8 @@ func check(post string, quotes bool) parsed {
 		switch {
 		case r == '\n' || r == '\t':
 		case r == wordJoiner:
-			before := strings.TrimRight(post[:i], string(enSpace))
-			if i+3 >= len(post) || post[i+3] != '`' || !(before == "" || strings.HasSuffix(before, "\n") || strings.HasSuffix(before, "\n> ") || before == "> ") {
+			before := strings.TrimRightFunc(post[:i], func(r rune) bool { return r != '\n' && unicode.IsSpace(r) })
+			if i+3 >= len(post) || post[i+3] != '`' || !(before == "" || before == ">" || strings.HasSuffix(before, "\n") || strings.HasSuffix(before, "\n>")) {
 				bad("a word joiner that does not start a line before a code span, at byte %d", i)
 			}
 		case r == utf8.RuneError && !strings.HasPrefix(post[i:], "\uFFFD"):
@@ -149,7 +149,7 @@ func checkLineStart(l string, n int, bad func(string, ...any)) {
 		bad("line %d is indented with %U", n, r)
 		return
 	}
-	l = strings.TrimLeft(l, string(enSpace))
+	l = strings.TrimLeftFunc(l, unicode.IsSpace)
 	first, size := utf8.DecodeRuneInString(l)
 	next, _ := utf8.DecodeRuneInString(l[size:])
 	spaceNext := size == len(l) || unicode.IsSpace(next)

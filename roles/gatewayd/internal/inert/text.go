@@ -24,12 +24,15 @@ const enSpace = '\u2002'
 // paragraph whose code spans hold them (the webapp's marked would let
 // emphasis end inside a code span). A line's first character is escaped when
 // it could open a block (heading, quote, list, thematic break, setext
-// underline), and leading spaces and tabs become en spaces, so nothing
-// indents into a code block. The model's own code spans and fenced blocks
-// are kept as code, rewritten with Code and Fence (a fence loses its info
-// string: ```latex would render). Control and format characters become
-// U+FFFD as in Code. Ordinary prose (letters, digits, common punctuation,
-// emphasis, line breaks) comes out as it went in.
+// underline), leading spaces, tabs and no-break spaces become en spaces, so
+// nothing indents into a code block, and a line that starts with a code span
+// of three or more backticks starts with a word joiner, so no old marked
+// reads a fence. The model's own code spans and fenced blocks are kept as
+// code, rewritten with Code and Fence; a fence drops an info string that
+// names a language (```latex would render) and shows any other as a line
+// before it. Control and format characters become U+FFFD as in Code.
+// Ordinary prose (letters, digits, common punctuation, emphasis, line
+// breaks) comes out as it went in.
 func Text(s string) string {
 	var out []string
 	for _, b := range blocks(clean(s)) {
@@ -362,29 +365,28 @@ func (w *word) render(delims string) string {
 }
 
 // lineStart makes a rendered line start as a paragraph's line: indentation
-// becomes en spaces, and a first character that could open a block is
-// escaped.
+// (spaces, tabs and no-break spaces, which the webapp's marked reads as
+// spaces) becomes en spaces, other white space before the first character
+// stays, and a first character that could open a block is escaped.
 func lineStart(l string) string {
 	var b strings.Builder
 	i := 0
-	for ; i < len(l); i++ {
-		switch l[i] {
-		case ' ':
+	for i < len(l) {
+		r, size := utf8.DecodeRuneInString(l[i:])
+		if !unicode.IsSpace(r) {
+			break
+		}
+		switch r {
+		case ' ', '\u00a0':
 			b.WriteRune(enSpace)
-			continue
 		case '\t':
 			b.WriteString(strings.Repeat(string(enSpace), 4))
-			continue
+		default:
+			b.WriteRune(r)
 		}
-		if strings.HasPrefix(l[i:], "\u00a0") {
-			b.WriteRune(enSpace)
-			i++
-			continue
-		}
-		break
+		i += size
 	}
-	rest := l[i:]
-	b.WriteString(opening(rest))
+	b.WriteString(opening(l[i:]))
 	return b.String()
 }
 

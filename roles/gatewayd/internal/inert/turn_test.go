@@ -65,7 +65,7 @@ func TestTurnGolden(t *testing.T) {
 	golden(t, "turn.md", out)
 	failed := Turn{}
 	failed.Add(wire.TurnText{Content: "Trying https://attacker/x"})
-	failed.Add(wire.TurnFailed{Message: "the model failed: connection refused; see docs/runbook.md#model-down"})
+	failed.Add(wire.TurnFailed{Message: "the model failed: connection refused; see docs/runbook.md#answer-cut"})
 	golden(t, "turn-failed.md", checkTurn(t, &failed))
 }
 
