@@ -107,23 +107,18 @@ func TestOwnerRunsBxctlCommands(t *testing.T) {
 	}
 }
 
-// servesNow are the roles whose serve is implemented; their own tests cover it.
-var servesNow = map[string]bool{"inferproxy": true, "loopd": true, "brokerd": true}
-
-func TestUnimplementedServeSaysSo(t *testing.T) {
+// Every role serves now (gatewayd was the last, issue 14): serve needs its
+// --config, and a config file that is not there is an error that says so.
+func TestServeNeedsItsConfig(t *testing.T) {
 	for _, r := range roles[:4] {
-		if servesNow[r.name] {
-			continue
-		}
-		code, out, errs := call(r.name, "serve", "--config", "/etc/boxmaker/config.toml")
-		want := r.name + " serve: not implemented yet; it arrives with the " + r.name + " issue\n"
-		if code != 2 || out != "" || errs != want {
-			t.Errorf("%s serve: exit %d, stdout %q, stderr %q; want 2 and %q", r.name, code, out, errs, want)
-		}
-		code, _, errs = call(r.name, "serve")
+		code, _, errs := call(r.name, "serve")
 		if code != 2 || !strings.Contains(errs, "missing flags: --config=PATH") {
 			t.Errorf("%s serve without --config: exit %d, stderr %q", r.name, code, errs)
 		}
+	}
+	code, out, errs := call("gatewayd", "serve", "--config", "/nonexistent/gatewayd.toml")
+	if code != 1 || out != "" || !strings.Contains(errs, "/nonexistent/gatewayd.toml") || !strings.Contains(errs, "see docs/runbook.md#gatewayd-config-invalid") {
+		t.Errorf("gatewayd serve with a missing config: exit %d, stdout %q, stderr %q; want 1, the file and its runbook line", code, out, errs)
 	}
 }
 

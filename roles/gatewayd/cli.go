@@ -33,12 +33,8 @@ func (c exitCode) Error() string { return fmt.Sprintf("exit status %d", int(c)) 
 // so that parsing can stop without os.Exit: only main.go ends the process.
 type exitPanic struct{ code int }
 
-// Exit statuses: 2 for a command line that does not parse, and for a
-// command that cannot do what was asked because it does not exist yet.
-const (
-	usageError     = 2
-	notImplemented = 2
-)
+// usageError is the exit status of a command line that does not parse.
+const usageError = 2
 
 // runCLI parses args into cli with a parser named e.name and runs the
 // selected command's Run method.
@@ -74,10 +70,4 @@ func runCLI(cli any, args []string, e *env) (code int) {
 	}
 	fmt.Fprintf(e.stderr, "%s: %v\n", e.name, err)
 	return 1
-}
-
-// notYet is the honest answer of a command whose behaviour arrives later.
-func notYet(e *env, cmd, issue string) error {
-	fmt.Fprintf(e.stderr, "%s %s: not implemented yet; it arrives with %s\n", e.name, cmd, issue)
-	return exitCode(notImplemented)
 }

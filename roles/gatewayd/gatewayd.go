@@ -2,8 +2,7 @@
 // channel messages on loop.sock, and approval requests from brokerd arrive on
 // gateway.sock and are posted; only an allowlisted user's answer on that post
 // counts, and it goes to brokerd. It is the only role that talks to
-// Mattermost. Its behaviour arrives with the gatewayd issue; for now it
-// parses its command line and says so.
+// Mattermost (issue 14).
 package gatewayd
 
 import "io"
@@ -15,8 +14,6 @@ type cli struct {
 type serveCmd struct {
 	Config string `required:"" placeholder:"PATH" help:"gatewayd's configuration file to read."`
 }
-
-func (c *serveCmd) Run(e *env) error { return notYet(e, "serve", "the gatewayd issue") }
 
 // Main runs gatewayd with args (without the program name). name is what the
 // user typed to reach it ("gatewayd" or "boxmaker gatewayd"), used in

@@ -1,0 +1,198 @@
+package bridge
+
+import (
+	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+
+	"boxmaker/roles/gatewayd/internal/inert"
+	"boxmaker/roles/gatewayd/internal/mm"
+	"boxmaker/wire"
+)
+
+// The approvals gatewayd has posted, and the first qualifying answer of
+// each. An answer counts only when it is an owner's reaction on the
+// approval post, or an owner's reply in that post's own thread; it is
+// passed to the brokerd connection that asked, or held until brokerd asks
+// again (after a reconnect). A reaction or reply from anyone else, after
+// expiry, after the end, a second answer, a removed reaction or an edited
+// reply changes nothing and is logged.
+
+type pending struct {
+	id      uint64
+	broker  string
+	post    string
+	expires wire.Timestamp
+	ended   bool
+	gone    bool              // asked by a brokerd that has since restarted
+	answer  *wire.OwnerAnswer // the first qualifying answer, once given
+	sent    bool              // the answer reached brokerd
+	deliver chan wire.OwnerAnswer
+}
+
+type registry struct {
+	b      *Bridge
+	mu     sync.Mutex
+	byID   map[uint64]*pending
+	byPost map[string]*pending
+	broker string // the brokerd instance that spoke last
+}
+
+func newRegistry(b *Bridge) *registry {
+	return &registry{b: b, byID: map[uint64]*pending{}, byPost: map[string]*pending{}}
+}
+
+// waitingPosts are the posts of approvals that still wait for an answer.
+func (r *registry) waitingPosts() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, p := range r.byID {
+		if !p.ended && !p.gone && p.answer == nil {
+			out = append(out, p.post)
+		}
+	}
+	return out
+}
+
+// reaction is a reaction on an approval post.
+func (r *registry) reaction(re mm.Reaction) {
+	a := inert.ReactionAnswer(re.EmojiName)
+	if a == inert.NoAnswer {
+		r.b.log("ignored reaction %s by %s on approval post %s: it is not an answer", re.EmojiName, re.UserID, re.PostID)
+		return
+	}
+	r.answer(re.PostID, re.UserID, a, "", re.CreateAt, "reaction "+re.EmojiName)
+}
+
+// reply is a post in an approval post's thread (already known to be an
+// owner's, in the owner's channel).
+func (r *registry) reply(p mm.Post) {
+	if p.EditAt != 0 {
+		r.b.log("ignored reply %s on approval post %s: it was edited, and an edited reply is never an answer", p.ID, p.RootID)
+		return
+	}
+	a, reason := inert.ReplyAnswer(p.Message)
+	if a == inert.NoAnswer {
+		r.b.log("ignored reply %s on approval post %s: it is neither \"approve\" nor \"refuse\" (with a reason)", p.ID, p.RootID)
+		return
+	}
+	r.answer(p.RootID, p.UserID, a, oneLine(reason), p.CreateAt, "reply "+p.ID)
+}
+
+// maxReason is the longest reason brokerd takes (its gateway.MaxReason).
+const maxReason = 500
+
+// oneLine makes a refusal's reason what brokerd accepts: printable text on
+// one line of at most maxReason bytes. Line breaks and other spaces become
+// one space; invisible and control characters are dropped. Without this a
+// reason written on two lines would make brokerd ignore the refusal.
+func oneLine(s string) string {
+	var b strings.Builder
+	space := false
+	for _, c := range s {
+		switch {
+		case unicode.IsSpace(c):
+			space = b.Len() > 0
+			continue
+		case !unicode.IsPrint(c) || unicode.In(c, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector) || c == 0x2800:
+			continue
+		}
+		if space {
+			if b.Len()+1+utf8.RuneLen(c) > maxReason {
+				break
+			}
+			b.WriteByte(' ')
+			space = false
+		}
+		if b.Len()+utf8.RuneLen(c) > maxReason {
+			break
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// answer records an owner's answer on post if it is the first that counts.
+func (r *registry) answer(post, user string, a inert.Answer, reason string, at int64, what string) {
+	if !r.b.isOwner(user) || user == r.b.o.Bot.ID {
+		r.b.log("ignored %s on approval post %s: %s is not an owner", what, post, user)
+		return
+	}
+	r.mu.Lock()
+	p, ok := r.byPost[post]
+	var why string
+	switch {
+	case !ok:
+		why = "gatewayd holds no live approval for that post (it ended, or gatewayd restarted since)"
+	case p.gone:
+		why = "the brokerd that asked has restarted, and approvals do not survive a restart"
+	case p.ended:
+		why = "the approval has already ended"
+	case p.answer != nil:
+		why = "the approval already has its answer"
+	case wire.Timestamp(at) >= p.expires || wire.TimestampOf(r.b.o.Now()) >= p.expires:
+		why = "it came after the approval expired"
+	}
+	if why != "" {
+		r.mu.Unlock()
+		r.b.log("ignored %s by %s on approval post %s: %s", what, user, post, why)
+		return
+	}
+	ans := wire.OwnerAnswer{Answer: wire.Approved, By: user, Post: post}
+	if a == inert.Refuse {
+		ans.Answer = wire.Refused
+		if reason != "" {
+			ans.Reason = &reason
+		}
+	}
+	p.answer = &ans
+	deliver := p.deliver
+	r.mu.Unlock()
+	r.b.log("approval %d: %s by %s (%s) on post %s", p.id, ans.Answer, r.b.ownerName(user), user, post)
+	if deliver != nil {
+		deliver <- ans // capacity 1, and only the first answer is sent
+	}
+}
+
+// attach registers a brokerd connection waiting for approval id's answer;
+// it returns the answer already given, if any (sent once).
+func (r *registry) attach(id uint64) (chan wire.OwnerAnswer, *wire.OwnerAnswer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.byID[id]
+	if p.answer != nil && !p.sent {
+		p.sent = true
+		return nil, p.answer
+	}
+	p.deliver = make(chan wire.OwnerAnswer, 1)
+	return p.deliver, nil
+}
+
+// delivered notes that the answer reached brokerd; detach notes that the
+// connection closed without it, so an answer is held for the next one.
+func (r *registry) delivered(id uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p, ok := r.byID[id]; ok {
+		p.sent = true
+		p.deliver = nil
+	}
+}
+
+func (r *registry) detach(id uint64, ch chan wire.OwnerAnswer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p, ok := r.byID[id]
+	if !ok || p.deliver != ch {
+		return
+	}
+	p.deliver = nil
+	select {
+	case ans := <-ch: // given while the connection was closing: hold it
+		p.answer = &ans
+		p.sent = false
+	default:
+	}
+}
