@@ -65,7 +65,10 @@ func Serve(ctx context.Context, path string, stderr io.Writer) error {
 	}
 	b := bridge.New(bridge.Options{MM: client, Bot: bot, Owners: owners, State: st,
 		LoopSocket: cfg.Sockets.Loop, Log: logf})
-	b.Start(ctx)
+	if err := b.Start(ctx); err != nil {
+		ln.Close()
+		return fmt.Errorf("%v; %s", err, runbook.See("gatewayd-state-damaged"))
+	}
 	b.LoadApprovals()
 	logf(fmt.Sprintf("gatewayd: signed in to %s as %s; %d owner(s); listening on %s", cfg.Mattermost.URL, bot.Username, len(owners), cfg.Sockets.Gateway))
 	var wg sync.WaitGroup

@@ -82,8 +82,20 @@ func New(o Options) *Bridge {
 	return b
 }
 
-// Start gives the bridge the context its goroutines live in.
-func (b *Bridge) Start(ctx context.Context) { b.ctx = ctx }
+// Start gives the bridge the context its goroutines live in, and starts
+// the cursor of every channel read for the first time here: what is
+// written from now on is handled, even if the WebSocket is down until
+// later; the channel's history is not.
+func (b *Bridge) Start(ctx context.Context) error {
+	b.ctx = ctx
+	now := b.o.Now().UnixMilli()
+	for _, ow := range b.o.Owners {
+		if err := b.o.State.StartCursor(ow.Channel, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // Wait returns once every goroutine the bridge started has ended (after
 // the context given to Start is done).
@@ -107,14 +119,10 @@ func (b *Bridge) Connected(ctx context.Context) {
 		r    *mm.Reaction
 	}
 	var items []item
-	now := b.o.Now().UnixMilli()
 	for _, ow := range b.o.Owners {
 		c, ok := b.o.State.Cursor(ow.Channel)
 		if !ok {
-			if err := b.o.State.StartCursor(ow.Channel, now); err != nil {
-				b.log("cannot write the state file: %v", err)
-			}
-			continue
+			continue // Start made one for every owner
 		}
 		posts, err := b.o.MM.PostsSince(ctx, ow.Channel, c.At-state.Overlap)
 		if err != nil {

@@ -121,8 +121,8 @@ type reply struct {
 
 func (r *reply) update(ctx context.Context, turn *inert.Turn, final bool) {
 	text := turn.Text()
-	if r.post != "" && (!r.dirty && !final || text == r.last) {
-		return
+	if text == "" || r.post != "" && (!r.dirty && !final || text == r.last) {
+		return // Mattermost refuses an empty post: wait for the first event
 	}
 	var err error
 	if r.post == "" {
