@@ -114,4 +114,6 @@ func TestReadToken(t *testing.T) {
 		}
 	}
 }
-func fmtSprintf(f string, v any) string { return fmt.Sprintf(f, struct{ T any }{v}) + fmt.Sprintf(f, v) }
+func fmtSprintf(f string, v any) string {
+	return fmt.Sprintf(f, struct{ T any }{v}) + fmt.Sprintf(f, v)
+}
