@@ -127,9 +127,9 @@ type Outcome struct {
 	// Denied is set when the call was approved but brokerd's re-decision
 	// denied it (a grant changed, the taint rose): the call did not run.
 	Denied *wire.DenyReason
-	// Unknown: an owner answered on Mattermost, but brokerd did not know
-	// the approval: it restarted, and approvals do not survive a restart.
-	// The answer was not counted.
+	// Unknown: the brokerd that asked has restarted, and approvals do not
+	// survive a restart: an answer given on the post (before or after) is
+	// not counted.
 	Unknown bool
 }
 
@@ -167,7 +167,7 @@ func Ended(original string, o Outcome) string {
 // line is the outcome in one line.
 func (o Outcome) line() string {
 	if o.Unknown {
-		return "❓ Unknown to brokerd: it restarted, and approvals do not survive a restart, so the answer was not counted."
+		return "❓ Unknown to brokerd: it restarted, and approvals do not survive a restart, so an answer here is not counted; if the agent asks again, that is a new approval."
 	}
 	who := "on Mattermost"
 	switch o.Via {

@@ -209,7 +209,7 @@ func TestEndedLines(t *testing.T) {
 		{Outcome{End: wire.EndExpired}, "⌛ Expired: nobody answered in time, so the call was denied."},
 		{Outcome{End: wire.EndAbandoned}, "🚫 Abandoned: the call's session ended before an answer, so the call did not run."},
 		{Outcome{End: wire.EndApproved, Unknown: true},
-			"❓ Unknown to brokerd: it restarted, and approvals do not survive a restart, so the answer was not counted."},
+			"❓ Unknown to brokerd: it restarted, and approvals do not survive a restart, so an answer here is not counted; if the agent asks again, that is a new approval."},
 	} {
 		if got := c.o.line(); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.o, got, c.want)
