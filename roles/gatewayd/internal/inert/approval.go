@@ -33,9 +33,6 @@ type Approval struct {
 	Digest    string // the digest's 16-hex prefix (wire.DigestPrefix)
 	HeadSeq   uint64
 	HeadHash  string
-	// InThread: the post is in the session's conversation thread, where
-	// replies are chat with the model, so only reactions answer it.
-	InThread bool
 }
 
 // Text is the approval post: what is asked, the arguments as data in a
@@ -48,16 +45,9 @@ func (a Approval) Text() string {
 		"tool %s · grant %s · taint %s · session %s\n"+
 		"arguments (%d bytes):",
 		a.ID, value(a.Tool), value(a.Grant), value(a.Taint), value(a.Session), len(a.Arguments))
-	var how string
-	if a.InThread {
-		how = fmt.Sprintf("To approve, react to this post with 👍 or ✅; to refuse, react with 👎 or ❌. "+
-			"Replies in this thread go to the agent, not to this approval. "+
-			"Or run `bxctl approve %d` or `bxctl refuse %d` on the host.", a.ID, a.ID)
-	} else {
-		how = fmt.Sprintf("To approve, react with 👍 or ✅; to refuse, react with 👎 or ❌. "+
-			"Or reply in this post's thread with `approve`, or with `refuse` and a reason. "+
-			"Or run `bxctl approve %d` or `bxctl refuse %d` on the host.", a.ID, a.ID)
-	}
+	how := fmt.Sprintf("To approve, react with 👍 or ✅; to refuse, react with 👎 or ❌. "+
+		"Or reply in this post's thread with `approve`, or with `refuse` and a reason. "+
+		"Or run `bxctl approve %d` or `bxctl refuse %d` on the host.", a.ID, a.ID)
 	tail := fmt.Sprintf("digest %s — compare with bxctl approvals\n"+
 		"expires %s\n%s\naudit head %d:%s",
 		hexOrCode(a.Digest, 16), a.Expires.UTC().Format("2006-01-02 15:04:05 UTC"), how, a.HeadSeq, hexOrCode(a.HeadHash, 64))

