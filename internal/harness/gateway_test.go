@@ -46,10 +46,12 @@ func startMattermost(t *testing.T, ttlMs int) *mmWorld {
 	return w
 }
 
+// startWith starts the harness in a new home, with gatewayd when m is set,
+// and stops it when the test ends.
 func startWith(t testing.TB, ttlMs int, m *harness.Mattermost) (*harness.Harness, *syncbuf.Buffer) {
 	t.Helper()
 	bin := build(t)
-	home, err := os.MkdirTemp("", "bxmm-")
+	home, err := os.MkdirTemp("", "bxe2e-")
 	if err != nil {
 		t.Fatal(err)
 	}
