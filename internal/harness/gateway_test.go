@@ -46,33 +46,6 @@ func startMattermost(t *testing.T, ttlMs int) *mmWorld {
 	return w
 }
 
-// startWith starts the harness in a new home, with gatewayd when m is set,
-// and stops it when the test ends.
-func startWith(t testing.TB, ttlMs int, m *harness.Mattermost) (*harness.Harness, *syncbuf.Buffer) {
-	t.Helper()
-	bin := build(t)
-	home, err := os.MkdirTemp("", "bxe2e-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := &syncbuf.Buffer{}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	h, err := harness.Start(ctx, harness.Options{Bin: bin, Home: home, Log: log, TTLMs: ttlMs, Mattermost: m})
-	if err != nil {
-		t.Fatalf("%v\n%s", err, log.String())
-	}
-	t.Cleanup(func() {
-		if err := h.Stop(); err != nil {
-			t.Errorf("stopping: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("the harness's output:\n%s", log.String())
-		}
-		os.RemoveAll(home)
-	})
-	return h, log
-}
 
 // wait waits for a post that f accepts (f runs under the server's lock:
 // it must not call the server).
