@@ -46,7 +46,6 @@ func startMattermost(t *testing.T, ttlMs int) *mmWorld {
 	return w
 }
 
-
 // wait waits for a post that f accepts (f runs under the server's lock:
 // it must not call the server).
 func (w *mmWorld) wait(what string, f func(fakemm.Post) bool) fakemm.Post {
