@@ -21,7 +21,7 @@ import (
 // compares its list with that page). Home is protected whole; a part is
 // listed too because it may be a symlink to another disk.
 var homeParts = []string{
-	"audit", "broker", "broker/sessions", "sessions", "memory", "index", "run",
+	"audit", "broker", "broker/sessions", "sessions", "memory", "index", "gateway", "run",
 	"run/loop-broker", "run/owner-broker", "run/loop-infer", "run/broker-gateway", "run/owner-loop", "run/gateway-loop",
 }
 

@@ -22,6 +22,7 @@ var HomeParts = []struct{ Rel, What string }{
 	{"sessions", "loopd's session logs"},
 	{"memory", "the owner's core memory"},
 	{"index", "the index"},
+	{"gateway", "gatewayd's state (threads, approval posts)"},
 	{"run", "the socket directories"},
 	{"run/loop-broker", "broker.sock's directory"},
 	{"run/owner-broker", "admin.sock's directory"},
