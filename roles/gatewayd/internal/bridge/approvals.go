@@ -181,6 +181,16 @@ func (r *registry) delivered(id uint64) {
 	}
 }
 
+// unsent notes that a held answer could not be written to brokerd: it is
+// held again for the next connection.
+func (r *registry) unsent(id uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p, ok := r.byID[id]; ok {
+		p.sent = false
+	}
+}
+
 func (r *registry) detach(id uint64, ch chan wire.OwnerAnswer) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -200,7 +200,7 @@ func (b *Bridge) serveApproval(ctx context.Context, conn net.Conn, req wire.Appr
 	deliver, given := b.approvals.attach(req.Approval)
 	if given != nil {
 		if answer(true, *given) != nil {
-			b.approvals.detach(req.Approval, nil)
+			b.approvals.unsent(req.Approval) // held for brokerd's next connection
 		}
 		return
 	}
@@ -210,6 +210,7 @@ func (b *Bridge) serveApproval(ctx context.Context, conn net.Conn, req wire.Appr
 		conn.Read(one[:])
 		close(closed)
 	}()
+	defer func() { conn.Close(); <-closed }()
 	select {
 	case ans := <-deliver:
 		if answer(true, ans) == nil {
@@ -223,8 +224,6 @@ func (b *Bridge) serveApproval(ctx context.Context, conn net.Conn, req wire.Appr
 	case <-ctx.Done():
 		b.approvals.detach(req.Approval, deliver)
 	}
-	conn.Close()
-	<-closed
 }
 
 // approvalPost returns approval req's post: the one made before when
