@@ -163,7 +163,7 @@ func TestMattermostOutages(t *testing.T) {
 	}
 
 	// brokerd restarts while its approval waits; the answer comes after.
-	_, id, ap = w.askNotes("Read my notes once more.")
+	_, _, ap = w.askNotes("Read my notes once more.")
 	if err := w.h.Kill("brokerd"); err != nil {
 		t.Fatal(err)
 	}
