@@ -181,6 +181,16 @@ func (r *registry) delivered(id uint64) {
 	}
 }
 
+// undelivered notes that an answer attach returned did not reach brokerd:
+// it is held for the next connection.
+func (r *registry) undelivered(id uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p, ok := r.byID[id]; ok {
+		p.sent = false
+	}
+}
+
 func (r *registry) detach(id uint64, ch chan wire.OwnerAnswer) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

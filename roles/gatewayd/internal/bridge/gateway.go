@@ -199,8 +199,10 @@ func (b *Bridge) serveApproval(ctx context.Context, conn net.Conn, req wire.Appr
 	}
 	deliver, given := b.approvals.attach(req.Approval)
 	if given != nil {
-		if answer(true, *given) != nil {
-			b.approvals.detach(req.Approval, nil)
+		if err := answer(true, *given); err != nil {
+			// attach marked it sent: held again, or it would be lost.
+			b.approvals.undelivered(req.Approval)
+			b.notPassed(req.Approval, err)
 		}
 		return
 	}
@@ -212,19 +214,25 @@ func (b *Bridge) serveApproval(ctx context.Context, conn net.Conn, req wire.Appr
 	}()
 	select {
 	case ans := <-deliver:
-		if answer(true, ans) == nil {
+		if err := answer(true, ans); err != nil {
+			deliver <- ans // not sent: hold it for brokerd's next connection
+			b.approvals.detach(req.Approval, deliver)
+			b.notPassed(req.Approval, err)
+		} else {
 			b.approvals.delivered(req.Approval)
-			return
 		}
-		deliver <- ans // not sent: hold it for brokerd's next connection
-		b.approvals.detach(req.Approval, deliver)
 	case <-closed:
 		b.approvals.detach(req.Approval, deliver)
 	case <-ctx.Done():
 		b.approvals.detach(req.Approval, deliver)
 	}
-	conn.Close()
+	conn.Close() // and the reader above ends before the handler does
 	<-closed
+}
+
+// notPassed logs an answer that did not reach brokerd.
+func (b *Bridge) notPassed(id uint64, err error) {
+	b.log("approval %d: the answer could not be passed to brokerd (%v); it is held for brokerd's next request", id, err)
 }
 
 // approvalPost returns approval req's post: the one made before when
