@@ -2,7 +2,13 @@ package bridge
 
 import (
 	"context"
+	"net"
+	"os"
+	"path/filepath"
 	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
 	"testing"
 
 	"boxmaker/roles/gatewayd/internal/mm"
@@ -68,5 +74,61 @@ func TestHeldAnswerSurvivesAFailedWrite(t *testing.T) {
 	}
 	if a := answer(t, c3); a.Answer != wire.Approved || a.Post != ap || a.By != w.owner.ID {
 		t.Fatalf("answer %+v", a)
+	}
+}
+
+// flakyListener fails its first Accept as a process out of file
+// descriptors does.
+type flakyListener struct {
+	net.Listener
+	failed atomic.Bool
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if !l.failed.Swap(true) {
+		return nil, &net.OpError{Op: "accept", Net: "unix", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	}
+	return l.Listener.Accept()
+}
+
+// TestGatewayOutOfDescriptors: an accept that fails (too many open files,
+// which a brokerd holding thousands of approval connections can cause)
+// does not stop gateway.sock; it serves again once descriptors are free.
+// (ServeGateway returned, and gatewayd went on running without it.)
+func TestGatewayOutOfDescriptors(t *testing.T) {
+	w := newWorld(t, nil)
+	path := filepath.Join(w.dir, "flaky.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- w.b.ServeGateway(ctx, &flakyListener{Listener: ln}) }()
+	defer cancel()
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	wire.WriteEnvelope(c, wire.Request(1, wire.AuditHead{Seq: 1, Hash: wire.Sha256(nil)}))
+	env, err := read(c, wait)
+	if err != nil || env.Msg != (wire.OK{}) {
+		select {
+		case err := <-served:
+			t.Fatalf("ServeGateway returned (%v) on a failed accept", err)
+		default:
+		}
+		t.Fatalf("audit_head: %#v, %v", env.Msg, err)
+	}
+	w.logs.waitFor(t, 1, "gateway.sock", "too many open files")
+	cancel()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("ServeGateway: %v", err)
+		}
+	case <-time.After(wait):
+		t.Fatal("ServeGateway did not return after its context ended")
 	}
 }

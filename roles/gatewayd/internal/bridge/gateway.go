@@ -23,6 +23,9 @@ import (
 // requestTimeout bounds the wait for a connection's request frame.
 const requestTimeout = 30 * time.Second
 
+// acceptRetry spaces the tries of an accept that failed.
+const acceptRetry = 100 * time.Millisecond
+
 // LoadApprovals puts the approvals of the state file that have not ended
 // back in the table, so that brokerd asking again after gatewayd restarted
 // finds its post.
@@ -47,18 +50,30 @@ func (b *Bridge) ServeGateway(ctx context.Context, ln net.Listener) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	defer wg.Wait()
+	failing := false
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("gateway.sock: %w", err)
 			}
-			return fmt.Errorf("gateway.sock: %w", err)
+			// Out of file descriptors, say (brokerd holds one connection
+			// per waiting approval): wait and try again rather than stop
+			// serving; logged once per run of failures.
+			if !failing {
+				b.log("gateway.sock: %v; trying again", err)
+			}
+			failing = true
+			select {
+			case <-time.After(acceptRetry):
+			case <-ctx.Done():
+			}
+			continue
 		}
+		failing = false
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
