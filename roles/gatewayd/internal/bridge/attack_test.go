@@ -8,8 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 	"testing"
+	"time"
 
 	"boxmaker/roles/gatewayd/internal/mm"
 	"boxmaker/wire"

@@ -274,11 +274,7 @@ func (b *Bridge) approvalPost(ctx context.Context, req wire.ApprovalRequest) (po
 	if err != nil {
 		return "", false, err
 	}
-	entry := &pending{id: req.Approval, broker: req.Broker, post: p.ID, expires: req.Expires}
-	r.mu.Lock()
-	r.byID[req.Approval] = entry
-	r.byPost[p.ID] = entry
-	r.mu.Unlock()
+	r.add(&pending{id: req.Approval, broker: req.Broker, post: p.ID, expires: req.Expires}, wire.TimestampOf(b.o.Now()))
 	rec := state.Approval{ID: req.Approval, Broker: req.Broker, Post: p.ID, Channel: owner.Channel, Text: text, Expires: req.Expires}
 	if err := b.o.State.PutApproval(rec, wire.TimestampOf(b.o.Now())); err != nil {
 		b.log("cannot write the state file: approval %d's post %s is known only until gatewayd restarts: %v; %s", req.Approval, p.ID, err, runbook.See("gatewayd-state-damaged"))
@@ -315,7 +311,7 @@ func (b *Bridge) finish(ctx context.Context, id uint64, o inert.Outcome) error {
 	r.mu.Lock()
 	p, ok := r.byID[id]
 	if ok {
-		p.ended = true
+		p.ended, p.endedAt = true, wire.TimestampOf(b.o.Now())
 		if p.deliver != nil {
 			p.deliver = nil
 		}
