@@ -150,22 +150,28 @@ func (b *Bridge) brokerStarted(ctx context.Context, broker string) {
 		return
 	}
 	r.broker = broker
-	var gone []*pending
+	type goneOne struct {
+		id   uint64
+		post string
+		held bool // answered, and the answer not yet passed on
+	}
+	var gone []goneOne
 	for _, p := range r.byID {
 		if p.broker != broker && !p.ended && !p.gone {
 			p.gone = true
-			gone = append(gone, p)
+			// Read here, under the lock: a connection of the old
+			// instance may be passing the answer on right now.
+			gone = append(gone, goneOne{p.id, p.post, p.answer != nil && !p.sent})
 		}
 	}
 	r.mu.Unlock()
-	for _, p := range gone {
-		held := p.answer != nil && !p.sent
+	for _, g := range gone {
 		// An approval that nobody answered is gone too: its post must not
 		// go on asking for an answer that can no longer count.
-		if held {
-			b.log("approval %d: the answer given on post %s was not counted: brokerd restarted, and approvals do not survive a restart", p.id, p.post)
+		if g.held {
+			b.log("approval %d: the answer given on post %s was not counted: brokerd restarted, and approvals do not survive a restart", g.id, g.post)
 		}
-		b.finish(ctx, p.id, inert.Outcome{Unknown: true})
+		b.finish(ctx, g.id, inert.Outcome{Unknown: true})
 	}
 }
 
