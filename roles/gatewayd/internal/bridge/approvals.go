@@ -25,9 +25,11 @@ type pending struct {
 	post    string
 	expires wire.Timestamp
 	ended   bool
-	gone    bool              // asked by a brokerd that has since restarted
-	answer  *wire.OwnerAnswer // the first qualifying answer, once given
-	sent    bool              // the answer reached brokerd
+	endedAt wire.Timestamp
+	seen    map[reactionKey]bool // the reactions on the post handled so far
+	gone    bool                 // asked by a brokerd that has since restarted
+	answer  *wire.OwnerAnswer    // the first qualifying answer, once given
+	sent    bool                 // the answer reached brokerd
 	deliver chan wire.OwnerAnswer
 }
 
@@ -43,17 +45,71 @@ func newRegistry(b *Bridge) *registry {
 	return &registry{b: b, byID: map[uint64]*pending{}, byPost: map[string]*pending{}}
 }
 
-// waitingPosts are the posts of approvals that still wait for an answer.
-func (r *registry) waitingPosts() []string {
+// keep is how long an approval stays in the table after it ended or
+// expired, as in the state file: a late answer on its post is recognised
+// and logged with its reason.
+const keep = wire.Timestamp(24 * 3600 * 1000)
+
+// add puts an approval in the table, and drops those that ended or expired
+// more than keep before now: the table would otherwise hold every approval
+// of the run.
+func (r *registry) add(p *pending, now wire.Timestamp) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := func(p *pending) bool { return p.expires+keep < now || p.ended && p.endedAt+keep < now }
+	for id, p := range r.byID {
+		if old(p) {
+			delete(r.byID, id)
+		}
+	}
+	// (An id brokerd used again has its first post here only.)
+	for post, p := range r.byPost {
+		if old(p) {
+			delete(r.byPost, post)
+		}
+	}
+	r.byID[p.id] = p
+	r.byPost[p.post] = p
+}
+
+// waitingPosts are the posts of approvals that still wait for an answer
+// at now.
+func (r *registry) waitingPosts(now wire.Timestamp) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []string
 	for _, p := range r.byID {
-		if !p.ended && !p.gone && p.answer == nil {
+		if !p.ended && !p.gone && p.answer == nil && now < p.expires {
 			out = append(out, p.post)
 		}
 	}
 	return out
+}
+
+type reactionKey struct {
+	user, emoji string
+	at          int64
+}
+
+// seen says whether reaction re on an approval post was handled before,
+// and notes it. A post the table does not hold remembers nothing: a
+// catch-up never reads its reactions again.
+func (r *registry) seen(re mm.Reaction) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p, ok := r.byPost[re.PostID]
+	if !ok {
+		return false
+	}
+	k := reactionKey{re.UserID, re.EmojiName, re.CreateAt}
+	if p.seen[k] {
+		return true
+	}
+	if p.seen == nil {
+		p.seen = map[reactionKey]bool{}
+	}
+	p.seen[k] = true
+	return false
 }
 
 // reaction is a reaction on an approval post.
@@ -150,10 +206,10 @@ func (r *registry) answer(post, user string, a inert.Answer, reason string, at i
 	p.answer = &ans
 	deliver := p.deliver
 	r.mu.Unlock()
+	r.b.log("approval %d: %s by %s (%s) on post %s", p.id, ans.Answer, r.b.ownerName(user), user, post)
 	if deliver != nil {
 		deliver <- ans // capacity 1, and only the first answer is sent
 	}
-	r.b.log("approval %d: %s by %s (%s) on post %s", p.id, ans.Answer, r.b.ownerName(user), user, post)
 }
 
 // attach registers a brokerd connection waiting for approval id's answer;
@@ -161,7 +217,10 @@ func (r *registry) answer(post, user string, a inert.Answer, reason string, at i
 func (r *registry) attach(id uint64) (chan wire.OwnerAnswer, *wire.OwnerAnswer) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	p := r.byID[id]
+	p, ok := r.byID[id]
+	if !ok { // dropped meanwhile: nothing will be given
+		return make(chan wire.OwnerAnswer, 1), nil
+	}
 	if p.answer != nil && !p.sent {
 		p.sent = true
 		return nil, p.answer
@@ -181,9 +240,9 @@ func (r *registry) delivered(id uint64) {
 	}
 }
 
-// unsent notes that a held answer could not be written to brokerd: it is
-// held again for the next connection.
-func (r *registry) unsent(id uint64) {
+// undelivered notes that an answer attach returned did not reach brokerd:
+// it is held for the next connection.
+func (r *registry) undelivered(id uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if p, ok := r.byID[id]; ok {

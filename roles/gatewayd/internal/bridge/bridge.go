@@ -10,13 +10,13 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"boxmaker/roles/gatewayd/internal/mm"
 	"boxmaker/roles/gatewayd/internal/state"
 	"boxmaker/runbook"
+	"boxmaker/wire"
 )
 
 // Mattermost is what the bridge needs of the server (mm.Client).
@@ -54,11 +54,10 @@ type Bridge struct {
 	byChannel map[string]Owner // by direct channel id
 	approvals *registry
 
-	mu        sync.Mutex
-	workers   map[string]*worker // by thread root
-	ignored   map[string]int
-	reactions map[string]bool // reactions handled in this run
-	down      bool            // the WebSocket is down (logged once per outage)
+	mu      sync.Mutex
+	workers map[string]*worker // by thread root
+	ignored map[string]int
+	down    bool // the WebSocket is down (logged once per outage)
 
 	ctx context.Context
 	wg  sync.WaitGroup
@@ -73,7 +72,7 @@ func New(o Options) *Bridge {
 		o.Now = time.Now
 	}
 	b := &Bridge{o: o, owners: map[string]Owner{}, byChannel: map[string]Owner{},
-		workers: map[string]*worker{}, ignored: map[string]int{}, reactions: map[string]bool{}}
+		workers: map[string]*worker{}, ignored: map[string]int{}}
 	for _, ow := range o.Owners {
 		b.owners[ow.ID] = ow
 		b.byChannel[ow.Channel] = ow
@@ -133,7 +132,7 @@ func (b *Bridge) Connected(ctx context.Context) {
 			items = append(items, item{at: posts[i].CreateAt, post: &posts[i]})
 		}
 	}
-	for _, post := range b.approvals.waitingPosts() {
+	for _, post := range b.approvals.waitingPosts(wire.TimestampOf(b.o.Now())) {
 		rs, err := b.o.MM.Reactions(ctx, post)
 		if err != nil {
 			b.log("catching up on the reactions of approval post %s: %v", post, err)
@@ -220,17 +219,15 @@ func (b *Bridge) post(p mm.Post) {
 }
 
 // reaction handles a reaction once: only one on an approval post counts.
+// Only reactions on approval posts are remembered (a catch-up reads them
+// again), and only while the approval is in the table: anyone can react
+// on any post of a channel the bot is in, for as long as gatewayd runs.
 func (b *Bridge) reaction(r mm.Reaction) {
-	key := strings.Join([]string{r.UserID, r.PostID, r.EmojiName, fmt.Sprint(r.CreateAt)}, "|")
-	b.mu.Lock()
-	seen := b.reactions[key]
-	b.reactions[key] = true
-	b.mu.Unlock()
-	if seen {
-		return
-	}
 	if _, ok := b.o.State.ApprovalByPost(r.PostID); !ok {
 		return // a reaction on any other post means nothing to gatewayd
+	}
+	if b.approvals.seen(r) {
+		return
 	}
 	b.approvals.reaction(r)
 }

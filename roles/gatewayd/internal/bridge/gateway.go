@@ -23,6 +23,9 @@ import (
 // requestTimeout bounds the wait for a connection's request frame.
 const requestTimeout = 30 * time.Second
 
+// acceptRetry spaces the tries of an accept that failed.
+const acceptRetry = 100 * time.Millisecond
+
 // LoadApprovals puts the approvals of the state file that have not ended
 // back in the table, so that brokerd asking again after gatewayd restarted
 // finds its post.
@@ -47,18 +50,30 @@ func (b *Bridge) ServeGateway(ctx context.Context, ln net.Listener) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	defer wg.Wait()
+	failing := false
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("gateway.sock: %w", err)
 			}
-			return fmt.Errorf("gateway.sock: %w", err)
+			// Out of file descriptors, say (brokerd holds one connection
+			// per waiting approval): wait and try again rather than stop
+			// serving; logged once per run of failures.
+			if !failing {
+				b.log("gateway.sock: %v; trying again", err)
+			}
+			failing = true
+			select {
+			case <-time.After(acceptRetry):
+			case <-ctx.Done():
+			}
+			continue
 		}
+		failing = false
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -135,22 +150,28 @@ func (b *Bridge) brokerStarted(ctx context.Context, broker string) {
 		return
 	}
 	r.broker = broker
-	var gone []*pending
+	type goneOne struct {
+		id   uint64
+		post string
+		held bool // answered, and the answer not yet passed on
+	}
+	var gone []goneOne
 	for _, p := range r.byID {
 		if p.broker != broker && !p.ended && !p.gone {
 			p.gone = true
-			gone = append(gone, p)
+			// Read here, under the lock: a connection of the old
+			// instance may be passing the answer on right now.
+			gone = append(gone, goneOne{p.id, p.post, p.answer != nil && !p.sent})
 		}
 	}
 	r.mu.Unlock()
-	for _, p := range gone {
-		held := p.answer != nil && !p.sent
+	for _, g := range gone {
 		// An approval that nobody answered is gone too: its post must not
 		// go on asking for an answer that can no longer count.
-		if held {
-			b.log("approval %d: the answer given on post %s was not counted: brokerd restarted, and approvals do not survive a restart", p.id, p.post)
+		if g.held {
+			b.log("approval %d: the answer given on post %s was not counted: brokerd restarted, and approvals do not survive a restart", g.id, g.post)
 		}
-		b.finish(ctx, p.id, inert.Outcome{Unknown: true})
+		b.finish(ctx, g.id, inert.Outcome{Unknown: true})
 	}
 }
 
@@ -199,8 +220,10 @@ func (b *Bridge) serveApproval(ctx context.Context, conn net.Conn, req wire.Appr
 	}
 	deliver, given := b.approvals.attach(req.Approval)
 	if given != nil {
-		if answer(true, *given) != nil {
-			b.approvals.unsent(req.Approval) // held for brokerd's next connection
+		if err := answer(true, *given); err != nil {
+			// attach marked it sent: held again, or it would be lost.
+			b.approvals.undelivered(req.Approval)
+			b.notPassed(req.Approval, err)
 		}
 		return
 	}
@@ -210,20 +233,27 @@ func (b *Bridge) serveApproval(ctx context.Context, conn net.Conn, req wire.Appr
 		conn.Read(one[:])
 		close(closed)
 	}()
-	defer func() { conn.Close(); <-closed }()
 	select {
 	case ans := <-deliver:
-		if answer(true, ans) == nil {
+		if err := answer(true, ans); err != nil {
+			deliver <- ans // not sent: hold it for brokerd's next connection
+			b.approvals.detach(req.Approval, deliver)
+			b.notPassed(req.Approval, err)
+		} else {
 			b.approvals.delivered(req.Approval)
-			return
 		}
-		deliver <- ans // not sent: hold it for brokerd's next connection
-		b.approvals.detach(req.Approval, deliver)
 	case <-closed:
 		b.approvals.detach(req.Approval, deliver)
 	case <-ctx.Done():
 		b.approvals.detach(req.Approval, deliver)
 	}
+	conn.Close() // and the reader above ends before the handler does
+	<-closed
+}
+
+// notPassed logs an answer that did not reach brokerd.
+func (b *Bridge) notPassed(id uint64, err error) {
+	b.log("approval %d: the answer could not be passed to brokerd (%v); it is held for brokerd's next request", id, err)
 }
 
 // approvalPost returns approval req's post: the one made before when
@@ -250,11 +280,7 @@ func (b *Bridge) approvalPost(ctx context.Context, req wire.ApprovalRequest) (po
 	if err != nil {
 		return "", false, err
 	}
-	entry := &pending{id: req.Approval, broker: req.Broker, post: p.ID, expires: req.Expires}
-	r.mu.Lock()
-	r.byID[req.Approval] = entry
-	r.byPost[p.ID] = entry
-	r.mu.Unlock()
+	r.add(&pending{id: req.Approval, broker: req.Broker, post: p.ID, expires: req.Expires}, wire.TimestampOf(b.o.Now()))
 	rec := state.Approval{ID: req.Approval, Broker: req.Broker, Post: p.ID, Channel: owner.Channel, Text: text, Expires: req.Expires}
 	if err := b.o.State.PutApproval(rec, wire.TimestampOf(b.o.Now())); err != nil {
 		b.log("cannot write the state file: approval %d's post %s is known only until gatewayd restarts: %v; %s", req.Approval, p.ID, err, runbook.See("gatewayd-state-damaged"))
@@ -291,7 +317,7 @@ func (b *Bridge) finish(ctx context.Context, id uint64, o inert.Outcome) error {
 	r.mu.Lock()
 	p, ok := r.byID[id]
 	if ok {
-		p.ended = true
+		p.ended, p.endedAt = true, wire.TimestampOf(b.o.Now())
 		if p.deliver != nil {
 			p.deliver = nil
 		}
