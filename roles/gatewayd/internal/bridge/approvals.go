@@ -206,10 +206,11 @@ func (r *registry) answer(post, user string, a inert.Answer, reason string, at i
 	p.answer = &ans
 	deliver := p.deliver
 	r.mu.Unlock()
-	r.b.log("approval %d: %s by %s (%s) on post %s", p.id, ans.Answer, r.b.ownerName(user), user, post)
 	if deliver != nil {
 		deliver <- ans // capacity 1, and only the first answer is sent
 	}
+	// Logged after it is on its way: this is the path the owner waits on.
+	r.b.log("approval %d: %s by %s (%s) on post %s", p.id, ans.Answer, r.b.ownerName(user), user, post)
 }
 
 // attach registers a brokerd connection waiting for approval id's answer;
