@@ -196,12 +196,10 @@ func (r *registry) answer(post, user string, a inert.Answer, reason string, at i
 		r.b.log("ignored %s by %s on approval post %s: %s", what, user, post, why)
 		return
 	}
-	ans := wire.OwnerAnswer{Answer: wire.Approved, By: user, Post: post}
-	if a == inert.Refuse {
-		ans.Answer = wire.Refused
-		if reason != "" {
-			ans.Reason = &reason
-		}
+	answer, _ := a.Wire() // a is Approve or Refuse: the callers return on NoAnswer
+	ans := wire.OwnerAnswer{Answer: answer, By: user, Post: post}
+	if a == inert.Refuse && reason != "" {
+		ans.Reason = &reason
 	}
 	p.answer = &ans
 	deliver := p.deliver

@@ -16,9 +16,7 @@ import (
 // notes) do not: no model text can pass for one of them. The zero value is
 // an empty turn.
 type Turn struct {
-	session *wire.SessionID
-	items   []turnItem
-	done    bool
+	items []turnItem
 }
 
 type itemKind uint8
@@ -41,8 +39,7 @@ type turnItem struct {
 func (t *Turn) Add(ev wire.TurnEvent) {
 	switch ev := ev.(type) {
 	case wire.TurnSession:
-		s := ev.Session
-		t.session = &s
+		// gatewayd keeps the thread's session; the post does not show it.
 	case wire.TurnText:
 		if strings.TrimSpace(ev.Content) != "" {
 			t.items = append(t.items, turnItem{kind: itemText, text: ev.Content})
@@ -78,14 +75,12 @@ func (t *Turn) Add(ev wire.TurnEvent) {
 		t.items = append(t.items, turnItem{kind: itemNote,
 			text: fmt.Sprintf("✂️ The answer below was cut short after %d tokens: %s.", ev.Tokens, why)})
 	case wire.TurnReply:
-		t.done = true
 		if strings.TrimSpace(ev.Content) == "" {
 			t.items = append(t.items, turnItem{kind: itemNote, text: "(The model's reply was empty.)"})
 			return
 		}
 		t.items = append(t.items, turnItem{kind: itemText, text: ev.Content})
 	case wire.TurnFailed:
-		t.done = true
 		t.items = append(t.items, turnItem{kind: itemNote, text: "⚠️ The turn failed. loopd says:"},
 			turnItem{kind: itemText, text: ev.Message})
 	}
@@ -110,17 +105,6 @@ func outcomeStatus(ev wire.TurnToolOutcome) string {
 	}
 	return Code(ev.Status.String())
 }
-
-// Session is the session the turn runs in, once loopd has said.
-func (t *Turn) Session() (wire.SessionID, bool) {
-	if t.session == nil {
-		return wire.SessionID{}, false
-	}
-	return *t.session, true
-}
-
-// Done reports whether the turn has ended (a reply or a failure).
-func (t *Turn) Done() bool { return t.done }
 
 // Text is the post: the turn so far, at most MaxPostRunes. When it would be
 // longer, the oldest parts are left out (a line says how many), and when
