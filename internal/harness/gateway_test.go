@@ -141,15 +141,17 @@ func (w *mmWorld) bxctl(args ...string) (string, error) {
 	return out.String(), err
 }
 
-// logHas waits for the harness's log to contain want.
-func (w *mmWorld) logHas(want string) {
+// logCount waits for the harness's log to say want at least n times. A
+// check names what only the case under test can log (a post's id), or
+// counts from before it: a line said earlier must not pass it.
+func (w *mmWorld) logCount(want string, n int) {
 	w.t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if strings.Contains(w.log.String(), want) {
+		if strings.Count(w.log.String(), want) >= n {
 			return
 		}
 	}
-	w.t.Fatalf("the log never said %q", want)
+	w.t.Fatalf("the log said %q %d times, want %d", want, strings.Count(w.log.String(), want), n)
 }
 
 // outsideCode is text with its code spans and fences taken out, the way
@@ -230,12 +232,12 @@ func TestMattermostConversations(t *testing.T) {
 
 	// Posts that are not an owner's, in a served channel, are never read.
 	strangerDM := w.mm.DirectChannel(w.bot.ID, w.stranger.ID)
-	w.mm.Post(w.stranger.ID, strangerDM, "", "What do my notes say?")
-	w.logHas("a channel gatewayd does not serve")
+	strangerPost := w.mm.Post(w.stranger.ID, strangerDM, "", "What do my notes say?")
+	w.logCount("ignored post "+strangerPost.ID+" in channel "+strangerDM+": a channel gatewayd does not serve", 1)
 	edited := w.mm.Post(w.owner.ID, w.dm, "", "hello")
 	w.reply(edited.ID, "scripted stand-in model")
 	w.mm.Edit(w.owner.ID, edited.ID, "What do my notes say?")
-	w.logHas("an edit (edits are never read)")
+	w.logCount("ignored post "+edited.ID+" in channel "+w.dm+": an edit (edits are never read)", 1)
 	if n := countBotPosts(w); n != 5 {
 		t.Fatalf("the bot made %d posts, want 5 (one reply per message it read)\n%s", n, w.dump())
 	}

@@ -74,12 +74,12 @@ func TestMattermostApprovals(t *testing.T) {
 	typo := w.mm.Post(w.owner.ID, w.dm, ap2.ID, "looks fine")
 	w.mm.Edit(w.owner.ID, typo.ID, "approve")
 	strangerDM := w.mm.DirectChannel(w.bot.ID, w.stranger.ID)
-	w.mm.Post(w.stranger.ID, strangerDM, "", "approve "+itoa(id2))
+	strangerPost := w.mm.Post(w.stranger.ID, strangerDM, "", "approve "+itoa(id2))
 	// A forged approval: in the conversation's thread, "approve <id>" is
 	// a chat message for the model, queued behind the waiting turn.
 	w.mm.Post(w.owner.ID, w.dm, root2.ID, "approve "+itoa(id2))
-	w.logHas("a channel gatewayd does not serve")
-	w.logHas("an edit (edits are never read)")
+	w.logCount("ignored post "+strangerPost.ID+" in channel "+strangerDM+": a channel gatewayd does not serve", 1)
+	w.logCount("ignored post "+typo.ID+" in channel "+w.dm+": an edit (edits are never read)", 1)
 	time.Sleep(time.Second)
 	if got := w.pending(); got != id2 {
 		t.Fatalf("approval %d is no longer pending (now %d)", id2, got)
@@ -101,7 +101,7 @@ func TestMattermostApprovals(t *testing.T) {
 		return p.ID == ap3.ID && strings.Contains(p.Message, "Refused on Mattermost by") && strings.Contains(p.Message, "not on a Sunday")
 	})
 	w.mm.React(w.owner.ID, ap3.ID, "+1")
-	w.logHas("the approval has already ended")
+	w.logCount("ignored reaction +1 by "+w.owner.ID+" on approval post "+ap3.ID+": the approval has already ended", 1)
 
 	// bxctl answers as before, and the post says so.
 	root4, id4, ap4 := w.askNotes("Notes, please.")
@@ -142,14 +142,16 @@ func TestMattermostOutages(t *testing.T) {
 		t.Fatalf("audit events: %s", got)
 	}
 
-	// gatewayd down.
+	// gatewayd down. brokerd already said "gatewayd-unreachable" once at
+	// its start (gatewayd was not up yet): the outage must say it again.
+	before := strings.Count(w.log.String(), "gatewayd-unreachable")
 	if err := w.h.Kill("gatewayd"); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan string, 1)
 	go func() { out, _ := w.bxctl("chat", "--say", "What do my notes say?"); done <- out }()
 	id = w.pending()
-	w.logHas("gatewayd-unreachable")
+	w.logCount("gatewayd-unreachable", before+1)
 	if out, err := w.bxctl("approve", itoa(id)); err != nil {
 		t.Fatalf("bxctl approve with gatewayd down: %v\n%s", err, out)
 	}

@@ -169,6 +169,10 @@ func (b *Bridge) Event(ctx context.Context, ev mm.Event) {
 	case mm.Posted:
 		b.post(e.Post)
 	case mm.PostEdited:
+		if e.Post.UserID == b.o.Bot.ID {
+			b.count("its own edit") // every reply is edited as it grows: counted, not logged
+			return
+		}
 		b.ignore(e.Post.ID, e.Post.ChannelID, "an edit (edits are never read)")
 	case mm.ReactionAdded:
 		b.reaction(e.Reaction)
