@@ -5,7 +5,7 @@
 //
 //	[mattermost]
 //	url = "https://chat.example.net"                 # http:// or https://, host and optional port, nothing else
-//	token_file = "/run/credentials/gatewayd/token"   # the bot account's access token
+//	token_file = "/etc/boxmaker/gatewayd.token"      # the bot account's access token; 0600
 //	owners = ["8xk3q9wzb7f1jdm4ytr6hcn2pa"]          # Mattermost user ids whose words count; at least one
 //
 //	[sockets]
