@@ -89,7 +89,7 @@ type printer struct {
 
 func (p *printer) rune(r rune) {
 	mark := unicode.Is(unicode.M, r)
-	if shown(r) && (!mark || p.base && p.marks < maxMarks) {
+	if Shown(r) && (!mark || p.base && p.marks < maxMarks) {
 		p.put(string(r), r == ' ')
 		if mark {
 			p.marks++
@@ -147,9 +147,11 @@ func Escape(r rune) string {
 	return fmt.Sprintf(`\U%08x`, r)
 }
 
-// shown says whether r is written as itself (before the rule for marks):
-// a graphic character of a category that draws something, or U+0020.
-func shown(r rune) bool {
+// Shown says whether r is written as itself (before the rule for marks):
+// a graphic character of a category that draws something, or U+0020. It is
+// also the one rule for text kept on one line elsewhere (an owner's refusal
+// reason: gatewayd makes it so, brokerd checks it), so the two cannot drift.
+func Shown(r rune) bool {
 	if r == ' ' {
 		return true
 	}

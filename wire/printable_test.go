@@ -79,7 +79,7 @@ func TestPrintableEscapesCategories(t *testing.T) {
 				}
 				continue
 			}
-			if unicode.In(r, unicode.L, unicode.N, unicode.P, unicode.S) && shown(r) && Printable(s) != s {
+			if unicode.In(r, unicode.L, unicode.N, unicode.P, unicode.S) && Shown(r) && Printable(s) != s {
 				t.Errorf("U+%04X: graphic, got %q", r, Printable(s))
 			}
 			continue

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"unicode"
 	"unicode/utf8"
 
 	"boxmaker/roles/brokerd/internal/approvals"
@@ -135,7 +134,7 @@ func printable(s string) bool {
 		return false
 	}
 	for _, r := range s {
-		if r != ' ' && (!unicode.IsPrint(r) || unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector) || r == 0x2800) {
+		if !wire.Shown(r) {
 			return false
 		}
 	}

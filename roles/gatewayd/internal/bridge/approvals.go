@@ -152,7 +152,7 @@ func oneLine(s string) string {
 		case unicode.IsSpace(c):
 			space = b.Len() > 0
 			continue
-		case !unicode.IsPrint(c) || unicode.In(c, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector) || c == 0x2800:
+		case !wire.Shown(c):
 			continue
 		}
 		if space {
