@@ -77,6 +77,7 @@ type State struct {
 	mu        sync.Mutex
 	threads   map[string]Thread
 	approvals map[uint64]Approval
+	byPost    map[string]uint64 // approval post → approval id: every reaction and reply asks
 	cursors   map[string]Cursor
 }
 
@@ -84,7 +85,7 @@ type State struct {
 // file that cannot be read as a state is an error: gatewayd does not start
 // over a damaged one, which would lose every conversation's session.
 func Open(path string) (*State, error) {
-	s := &State{path: path, threads: map[string]Thread{}, approvals: map[uint64]Approval{}, cursors: map[string]Cursor{}}
+	s := &State{path: path, threads: map[string]Thread{}, approvals: map[uint64]Approval{}, byPost: map[string]uint64{}, cursors: map[string]Cursor{}}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
@@ -104,6 +105,7 @@ func Open(path string) (*State, error) {
 	}
 	for _, a := range f.Approvals {
 		s.approvals[a.ID] = a
+		s.byPost[a.Post] = a.ID
 	}
 	for _, c := range f.Cursors {
 		s.cursors[c.Channel] = c
@@ -162,12 +164,11 @@ func (s *State) Approvals() []Approval {
 func (s *State) ApprovalByPost(post string) (Approval, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, a := range s.approvals {
-		if a.Post == post {
-			return a, true
-		}
+	id, ok := s.byPost[post]
+	if !ok {
+		return Approval{}, false
 	}
-	return Approval{}, false
+	return s.approvals[id], true
 }
 
 // PutApproval records an approval post and writes the file; approvals that
@@ -175,10 +176,15 @@ func (s *State) ApprovalByPost(post string) (Approval, bool) {
 func (s *State) PutApproval(a Approval, now wire.Timestamp) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if old, ok := s.approvals[a.ID]; ok && old.Post != a.Post {
+		delete(s.byPost, old.Post)
+	}
 	s.approvals[a.ID] = a
+	s.byPost[a.Post] = a.ID
 	for id, old := range s.approvals {
 		if old.Expires+keepEnded < now {
 			delete(s.approvals, id)
+			delete(s.byPost, old.Post)
 		}
 	}
 	return s.saveLocked()

@@ -107,4 +107,19 @@ func TestOldApprovalsArePruned(t *testing.T) {
 	if _, ok := s.Approval(2); !ok {
 		t.Error("a fresh approval is dropped")
 	}
+	if _, ok := s.ApprovalByPost("p1"); ok {
+		t.Error("a dropped approval is still found by its post")
+	}
+	if a, ok := s.ApprovalByPost("p2"); !ok || a.ID != 2 {
+		t.Errorf("ApprovalByPost(p2) = %+v, %v", a, ok)
+	}
+	// An approval posted again (a new post for the same id) is found by
+	// its new post only.
+	s.PutApproval(Approval{ID: 2, Post: "p2b", Expires: 1000 + keepEnded + 10}, 1000+keepEnded+5)
+	if _, ok := s.ApprovalByPost("p2"); ok {
+		t.Error("the old post still names the approval")
+	}
+	if a, ok := s.ApprovalByPost("p2b"); !ok || a.ID != 2 {
+		t.Errorf("ApprovalByPost(p2b) = %+v, %v", a, ok)
+	}
 }
