@@ -83,16 +83,25 @@ func (l *fakeLoop) handle(c net.Conn) {
 	close(l.changed)
 	l.changed = make(chan struct{})
 	l.mu.Unlock()
-	defer func() {
-		l.mu.Lock()
-		l.active--
-		l.mu.Unlock()
-	}()
+	// The turn is over for loopd once it sends the final frame: it is no
+	// longer active from that moment (gatewayd may say the next message as
+	// soon as it reads that frame, before this handler has returned).
+	ended := false
+	end := func() {
+		if !ended {
+			ended = true
+			l.mu.Lock()
+			l.active--
+			l.mu.Unlock()
+		}
+	}
+	defer end()
 	send := func(ev wire.TurnEvent) error {
 		final := false
 		switch ev.(type) {
 		case wire.TurnReply, wire.TurnFailed:
 			final = true
+			end()
 		}
 		return wire.WriteEnvelope(c, wire.Reply(env.ID, final, ev))
 	}
