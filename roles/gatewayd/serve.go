@@ -63,6 +63,10 @@ func Serve(ctx context.Context, path string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// If gateway.sock stops serving, everything stops: a gatewayd without
+	// it must not go on reading Mattermost as if it served.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	b := bridge.New(bridge.Options{MM: client, Bot: bot, Owners: owners, State: st,
 		LoopSocket: cfg.Sockets.Loop, Log: logf})
 	if err := b.Start(ctx); err != nil {
@@ -78,6 +82,7 @@ func Serve(ctx context.Context, path string, stderr io.Writer) error {
 		client.Listen(ctx, b)
 	}()
 	err = b.ServeGateway(ctx, ln)
+	stop()
 	wg.Wait()
 	b.Wait()
 	os.Remove(cfg.Sockets.Gateway)

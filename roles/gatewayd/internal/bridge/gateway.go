@@ -318,9 +318,7 @@ func (b *Bridge) finish(ctx context.Context, id uint64, o inert.Outcome) error {
 	p, ok := r.byID[id]
 	if ok {
 		p.ended, p.endedAt = true, wire.TimestampOf(b.o.Now())
-		if p.deliver != nil {
-			p.deliver = nil
-		}
+		p.deliver = nil
 	}
 	r.mu.Unlock()
 	rec, known := b.o.State.Approval(id)
