@@ -24,6 +24,7 @@ type Mattermost interface {
 	CreatePost(ctx context.Context, channelID, rootID, message string) (mm.Post, error)
 	PatchPost(ctx context.Context, postID, message string) (mm.Post, error)
 	PostsSince(ctx context.Context, channelID string, since int64) ([]mm.Post, error)
+	Thread(ctx context.Context, postID string) ([]mm.Post, error)
 	Reactions(ctx context.Context, postID string) ([]mm.Reaction, error)
 }
 
@@ -214,8 +215,42 @@ func (b *Bridge) post(p mm.Post) {
 			b.approvals.reply(p)
 			return
 		}
+		if !b.conversation(owner, p.RootID) {
+			b.ignore(p.ID, p.ChannelID, "a reply in a thread that is not a conversation (its root post is not the owner's)")
+			return
+		}
 	}
 	b.chat(owner, p)
+}
+
+// conversation says whether the thread rooted at root is one of the
+// owner's conversations: one gatewayd knows (its session is stored, or a
+// turn of it is running), else one whose root post the owner wrote (its
+// first turn never reached loopd). A reply on the bot's own post (an
+// approval no longer in the state file, an audit head) is an answer to
+// gatewayd, never a message to the model.
+func (b *Bridge) conversation(owner Owner, root string) bool {
+	if _, ok := b.o.State.Thread(root); ok {
+		return true
+	}
+	b.mu.Lock()
+	_, working := b.workers[root]
+	b.mu.Unlock()
+	if working {
+		return true
+	}
+	posts, err := b.o.MM.Thread(b.ctx, root)
+	if err != nil {
+		b.log("cannot read the thread of post %s to see whose it is: %v; %s", root, err, runbook.See("mattermost-unreachable"))
+		return false
+	}
+	for _, q := range posts {
+		if q.ID == root {
+			return q.UserID == owner.ID && q.ChannelID == owner.Channel && q.RootID == "" && q.Type == "" &&
+				!q.FromBot && !q.FromWebhook && !q.FromPlugin
+		}
+	}
+	return false
 }
 
 // reaction handles a reaction once: only one on an approval post counts.
