@@ -45,7 +45,16 @@ type Options struct {
 	Now        func() time.Time
 	// EditEvery spaces the edits of a turn's reply (default one second).
 	EditEvery time.Duration
+	// MaxConnections bounds the connections served at once on
+	// gateway.sock (default DefaultMaxConnections).
+	MaxConnections int
 }
+
+// DefaultMaxConnections is far above what brokerd needs (one connection
+// per waiting approval, and a few short ones), and bounds what a brokerd
+// gone wrong can make gatewayd hold: each connection is goroutines, a
+// descriptor and, for a request, a post on Mattermost.
+const DefaultMaxConnections = 1024
 
 // Bridge is the running core. It is an mm.Handler for the WebSocket, and
 // serves gateway.sock (ServeGateway).
@@ -71,6 +80,9 @@ func New(o Options) *Bridge {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.MaxConnections <= 0 {
+		o.MaxConnections = DefaultMaxConnections
 	}
 	b := &Bridge{o: o, owners: map[string]Owner{}, byChannel: map[string]Owner{},
 		workers: map[string]*worker{}, ignored: map[string]int{}}
