@@ -132,3 +132,45 @@ func TestGatewayOutOfDescriptors(t *testing.T) {
 		t.Fatal("ServeGateway did not return after its context ended")
 	}
 }
+
+// TestGatewayConnectionsBounded: a brokerd (or a process of its user) that
+// opens connection after connection gets an error once gatewayd holds
+// MaxConnections, and is served again once one closes. (Each connection
+// was served, each an approval's post and goroutines, without end.)
+func TestGatewayConnectionsBounded(t *testing.T) {
+	w := newWorld(t, func(o *Options) { o.MaxConnections = 2 })
+	c1, _ := w.ask(w.request(80))
+	idle, err := net.Dial("unix", w.gatewayPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	posts := len(w.mm.Posts(w.dm))
+	c3 := w.send(w.request(81))
+	env, err := read(c3, wait)
+	if err != nil || !isError(env.Msg, wire.Internal) || !env.Final {
+		t.Fatalf("a third connection: %#v, %v; want error internal", env.Msg, err)
+	}
+	if n := len(w.mm.Posts(w.dm)); n != posts {
+		t.Fatalf("%d posts, then %d: the refused request was posted", posts, n)
+	}
+	w.logs.waitFor(t, 1, "gateway.sock", "2 connections")
+	idle.Close()
+	deadline := time.Now().Add(wait)
+	for {
+		c := w.send(wire.AuditHead{Seq: 2, Hash: wire.Sha256(nil)})
+		env, err := read(c, wait)
+		c.Close()
+		if err == nil && env.Msg == (wire.OK{}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no connection served after one closed: %#v, %v", env.Msg, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	w.react(w.owner.ID, w.botPosts(w.dm)[0].ID, "+1")
+	if a := answer(t, c1); a.Answer != wire.Approved {
+		t.Fatalf("answer %+v", a)
+	}
+}

@@ -24,6 +24,7 @@ type Mattermost interface {
 	CreatePost(ctx context.Context, channelID, rootID, message string) (mm.Post, error)
 	PatchPost(ctx context.Context, postID, message string) (mm.Post, error)
 	PostsSince(ctx context.Context, channelID string, since int64) ([]mm.Post, error)
+	Thread(ctx context.Context, postID string) ([]mm.Post, error)
 	Reactions(ctx context.Context, postID string) ([]mm.Reaction, error)
 }
 
@@ -44,7 +45,16 @@ type Options struct {
 	Now        func() time.Time
 	// EditEvery spaces the edits of a turn's reply (default one second).
 	EditEvery time.Duration
+	// MaxConnections bounds the connections served at once on
+	// gateway.sock (default DefaultMaxConnections).
+	MaxConnections int
 }
+
+// DefaultMaxConnections is far above what brokerd needs (one connection
+// per waiting approval, and a few short ones), and bounds what a brokerd
+// gone wrong can make gatewayd hold: each connection is goroutines, a
+// descriptor and, for a request, a post on Mattermost.
+const DefaultMaxConnections = 1024
 
 // Bridge is the running core. It is an mm.Handler for the WebSocket, and
 // serves gateway.sock (ServeGateway).
@@ -70,6 +80,9 @@ func New(o Options) *Bridge {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.MaxConnections <= 0 {
+		o.MaxConnections = DefaultMaxConnections
 	}
 	b := &Bridge{o: o, owners: map[string]Owner{}, byChannel: map[string]Owner{},
 		workers: map[string]*worker{}, ignored: map[string]int{}}
@@ -218,8 +231,42 @@ func (b *Bridge) post(p mm.Post) {
 			b.approvals.reply(p)
 			return
 		}
+		if !b.conversation(owner, p.RootID) {
+			b.ignore(p.ID, p.ChannelID, "a reply in a thread that is not a conversation (its root post is not the owner's)")
+			return
+		}
 	}
 	b.chat(owner, p)
+}
+
+// conversation says whether the thread rooted at root is one of the
+// owner's conversations: one gatewayd knows (its session is stored, or a
+// turn of it is running), else one whose root post the owner wrote (its
+// first turn never reached loopd). A reply on the bot's own post (an
+// approval no longer in the state file, an audit head) is an answer to
+// gatewayd, never a message to the model.
+func (b *Bridge) conversation(owner Owner, root string) bool {
+	if _, ok := b.o.State.Thread(root); ok {
+		return true
+	}
+	b.mu.Lock()
+	_, working := b.workers[root]
+	b.mu.Unlock()
+	if working {
+		return true
+	}
+	posts, err := b.o.MM.Thread(b.ctx, root)
+	if err != nil {
+		b.log("cannot read the thread of post %s to see whose it is: %v; %s", root, err, runbook.See("mattermost-unreachable"))
+		return false
+	}
+	for _, q := range posts {
+		if q.ID == root {
+			return q.UserID == owner.ID && q.ChannelID == owner.Channel && q.RootID == "" && q.Type == "" &&
+				!q.FromBot && !q.FromWebhook && !q.FromPlugin
+		}
+	}
+	return false
 }
 
 // reaction handles a reaction once: only one on an approval post counts.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -73,6 +74,9 @@ func TestConversationIsASession(t *testing.T) {
 func TestThreadSaysOneAtATime(t *testing.T) {
 	w := newWorld(t, nil)
 	release := make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(open) // before the fake loopd waits for its handlers
 	w.loop.setTurn(func(s wire.Say, send func(wire.TurnEvent) error) {
 		if s.Text == "first" {
 			<-release
@@ -87,7 +91,7 @@ func TestThreadSaysOneAtATime(t *testing.T) {
 	if n := w.loop.count(); n != 1 {
 		t.Fatalf("loopd was told %d says while the first turn ran; want 1", n)
 	}
-	close(release)
+	open()
 	says := w.loop.waitSays(t, 3)
 	w.replyIn(root.ID, "done third")
 	for i, want := range []string{"first", "second", "third"} {

@@ -50,7 +50,8 @@ func (b *Bridge) ServeGateway(ctx context.Context, ln net.Listener) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	defer wg.Wait()
-	failing := false
+	failing, full := false, false
+	slots := make(chan struct{}, b.o.MaxConnections)
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
@@ -74,15 +75,37 @@ func (b *Bridge) ServeGateway(ctx context.Context, ln net.Listener) error {
 			continue
 		}
 		failing = false
+		select {
+		case slots <- struct{}{}:
+			full = false
+		default:
+			if !full {
+				b.log("gateway.sock: %d connections are open already; refusing more until one closes", cap(slots))
+			}
+			full = true
+			b.refuseConn(conn)
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() { <-slots }()
 			defer conn.Close()
 			unstop := context.AfterFunc(ctx, func() { conn.Close() })
 			defer unstop()
 			b.serveConn(ctx, conn)
 		}()
 	}
+}
+
+// refuseConn answers a connection over the bound with an error, without
+// reading its request (so as id 0), and closes it; the write cannot block
+// the accepting loop for long.
+func (b *Bridge) refuseConn(conn net.Conn) {
+	defer conn.Close()
+	conn.SetWriteDeadline(time.Now().Add(time.Second))
+	wire.WriteEnvelope(conn, wire.Reply(0, true, wire.WireError{Code: wire.Internal,
+		Detail: fmt.Sprintf("gatewayd has %d connections open already; try again later", b.o.MaxConnections)}))
 }
 
 func (b *Bridge) serveConn(ctx context.Context, conn net.Conn) {
