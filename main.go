@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"boxmaker/deploy"
 	"boxmaker/roles/brokerd"
 	"boxmaker/roles/bxctl"
 	"boxmaker/roles/gatewayd"
@@ -81,6 +82,8 @@ func owner(prog string, args []string, stdin io.Reader, stdout, stderr io.Writer
 		return ownerHelp(prog, stdin, stdout, stderr)
 	case "links", "version":
 		return setup(prog, args, stdout, stderr)
+	case "deploy":
+		return deploy.Main(prog+" deploy", args[1:], stdout, stderr)
 	}
 	if m := role(args[0]); m != nil {
 		return m(prog+" "+args[0], args[1:], stdin, stdout, stderr)
@@ -99,5 +102,6 @@ func ownerHelp(prog string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "\nSetup:\n")
 	fmt.Fprintf(stdout, "  %-28s %s\n", prog+" links DIR", "create the role symlinks in DIR, pointing at this executable")
 	fmt.Fprintf(stdout, "  %-28s %s\n", prog+" version", "print the version")
+	fmt.Fprintf(stdout, "  %-28s %s\n", prog+" deploy plan|apply", "print the deployment plan, or make this system match it (as root)")
 	return code
 }

@@ -1,16 +1,9 @@
 package loopd
 
-// The kong glue below is repeated, nearly word for word, in every role. A
-// shared package would be one more import for every role, and the design
-// card lists exactly what a role may import (wire, runbook and, for some,
-// policy and audit); forty lines per role is the cheaper price.
-
 import (
-	"errors"
-	"fmt"
 	"io"
 
-	"github.com/alecthomas/kong"
+	"boxmaker/cmdline"
 )
 
 // env is what a command's Run method gets: the name it was invoked as (for
@@ -23,51 +16,14 @@ type env struct {
 	stderr io.Writer
 }
 
-// exitCode is returned by a command that has already said everything it has
-// to say and only needs the process to end with this status.
-type exitCode int
+// The kong glue is shared (package cmdline; docs/decisions.md, "The kong glue is
+// one package"); these names keep the role's own code short.
+type exitCode = cmdline.ExitCode
 
-func (c exitCode) Error() string { return fmt.Sprintf("exit status %d", int(c)) }
+const usageError = cmdline.UsageError
 
-// exitPanic is what kong's Exit hook panics with (after --help, for one),
-// so that parsing can stop without os.Exit: only main.go ends the process.
-type exitPanic struct{ code int }
-
-// usageError is the exit status for a command line that does not parse.
-const usageError = 2
-
-// runCLI parses args into cli with a parser named e.name and runs the
-// selected command's Run method.
-func runCLI(cli any, args []string, e *env) (code int) {
-	parser, err := kong.New(cli, kong.Name(e.name), kong.Writers(e.stdout, e.stderr),
-		kong.Exit(func(code int) { panic(exitPanic{code}) }))
-	if err != nil {
-		// A malformed command struct: a bug here, not the user's mistake.
-		fmt.Fprintf(e.stderr, "%s: internal error: %v\n", e.name, err)
-		return 1
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			p, ok := r.(exitPanic)
-			if !ok {
-				panic(r)
-			}
-			code = p.code
-		}
-	}()
-	ctx, err := parser.Parse(args)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "%s: %v\nrun \"%s --help\" for usage\n", e.name, err, e.name)
-		return usageError
-	}
-	err = ctx.Run(e)
-	var ec exitCode
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &ec):
-		return int(ec)
-	}
-	fmt.Fprintf(e.stderr, "%s: %v\n", e.name, err)
-	return 1
+// runCLI parses args into grammar with a parser named e.name and runs the
+// selected command's Run method with e.
+func runCLI(grammar any, args []string, e *env) int {
+	return cmdline.Run(grammar, args, e.name, e.stdout, e.stderr, e)
 }

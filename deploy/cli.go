@@ -1,0 +1,75 @@
+package deploy
+
+import (
+	"fmt"
+	"io"
+
+	"boxmaker/cmdline"
+)
+
+// Main is `boxmaker deploy ...`: plan and apply.
+func Main(name string, args []string, stdout, stderr io.Writer) int {
+	e := &env{stdout: stdout, stderr: stderr}
+	return cmdline.Run(&grammar{}, args, name, stdout, stderr, e)
+}
+
+type env struct{ stdout, stderr io.Writer }
+
+type grammar struct {
+	Plan  planCmd  `cmd:"" help:"Print the deployment: users, groups, paths, sockets, units and the access matrix."`
+	Apply applyCmd `cmd:"" help:"Make this system (Debian or another systemd distribution) match the plan, as root."`
+}
+
+// where are the plan's parameters as flags; their defaults are Default().
+type where struct {
+	Prefix      string `default:"boxmaker-" help:"Start of every user, group and unit name (tests use another)."`
+	Home        string `default:"/var/lib/boxmaker" help:"BOXMAKER_HOME."`
+	Etc         string `default:"/etc/boxmaker" help:"Configuration, grants and secrets."`
+	Bin         string `default:"/usr/local/bin" help:"Where boxmaker is installed; the role links go beside it."`
+	UnitDir     string `default:"/etc/systemd/system" help:"Where the unit files go."`
+	TmpfilesDir string `default:"/etc/tmpfiles.d" help:"Where the tmpfiles.d file goes."`
+}
+
+func (w where) plan() (Plan, error) {
+	p := Params{Prefix: w.Prefix, Home: w.Home, Etc: w.Etc, Bin: w.Bin, UnitDir: w.UnitDir, TmpfilesDir: w.TmpfilesDir}
+	if err := p.Check(); err != nil {
+		return Plan{}, err
+	}
+	return New(p), nil
+}
+
+type planCmd struct {
+	where
+	JSON bool `name:"json" help:"Print it as JSON (what the NixOS module reads: deploy/plan.json)."`
+}
+
+func (c *planCmd) Run(e *env) error {
+	p, err := c.plan()
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		_, err = e.stdout.Write(p.JSON())
+		return err
+	}
+	_, err = io.WriteString(e.stdout, p.Text())
+	return err
+}
+
+type applyCmd struct {
+	where
+	DryRun bool     `help:"Print what apply would do; change nothing."`
+	Owner  []string `help:"An existing user to add to the owner group (who may run bxctl); repeat for more."`
+}
+
+func (c *applyCmd) Run(e *env) error {
+	p, err := c.plan()
+	if err != nil {
+		return err
+	}
+	if err := Apply(p, ApplyOptions{DryRun: c.DryRun, Owners: c.Owner, Out: e.stdout}); err != nil {
+		fmt.Fprintln(e.stderr, err)
+		return cmdline.ExitCode(1)
+	}
+	return nil
+}

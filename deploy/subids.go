@@ -1,0 +1,97 @@
+package deploy
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// subIDCount is the size of the tools user's subordinate range: a whole
+// 16-bit id space, so a container's uid 65534 (nobody, the tools' user)
+// maps inside it.
+const subIDCount = 65536
+
+// hasSubIDs reports whether name has a range in both subuid and subgid.
+func (a *applier) hasSubIDs(name string) (bool, error) {
+	for _, file := range []string{"subuid", "subgid"} {
+		ranges, err := readSubIDs(filepath.Join(a.opts.SysEtc, file))
+		if err != nil {
+			return false, err
+		}
+		if _, ok := ranges[name]; !ok {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// addSubIDs gives name a range after every range already given, in each
+// file that lacks one (useradd --system gives none).
+func (a *applier) addSubIDs(name string) error {
+	for _, file := range []string{"subuid", "subgid"} {
+		path := filepath.Join(a.opts.SysEtc, file)
+		ranges, err := readSubIDs(path)
+		if err != nil {
+			return err
+		}
+		if _, ok := ranges[name]; ok {
+			continue
+		}
+		start := uint64(100000)
+		for _, r := range ranges {
+			if end := r[0] + r[1]; end > start {
+				start = end
+			}
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(f, "%s:%d:%d\n", name, start, subIDCount)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readSubIDs reads a subuid or subgid file: name to [start, count]. A
+// missing file has no ranges.
+func readSubIDs(path string) (map[string][2]uint64, error) {
+	out := map[string][2]uint64{}
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fields := strings.Split(line, ":")
+		if len(fields) != 3 {
+			return nil, fmt.Errorf("%s:%d: want name:start:count", path, n)
+		}
+		start, err1 := strconv.ParseUint(fields[1], 10, 32)
+		count, err2 := strconv.ParseUint(fields[2], 10, 32)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("%s:%d: want name:start:count", path, n)
+		}
+		out[fields[0]] = [2]uint64{start, count}
+	}
+	return out, sc.Err()
+}
