@@ -83,7 +83,8 @@ func (w *Writer) writeHead() error {
 }
 
 // switchTo makes name the file records go to: the newest existing file, or a
-// new one, created 0600 and made durable by syncing the directory.
+// new one, created 0600 (0640 in a directory its group may read: see
+// shareWithDirGroup) and made durable by syncing the directory.
 func (w *Writer) switchTo(name string) error {
 	path := filepath.Join(w.dir, name)
 	var f File
@@ -92,6 +93,9 @@ func (w *Writer) switchTo(name string) error {
 		f, err = w.open(path, os.O_WRONLY|os.O_APPEND, 0)
 	} else {
 		f, err = w.open(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
+		if err == nil {
+			err = shareWithDirGroup(w.dir, path)
+		}
 		if err == nil {
 			if err = syncDir(w.open, w.dir); err != nil {
 				_ = f.Close() // the writer is failing; the error that matters is err
@@ -125,3 +129,19 @@ func (w *Writer) failed() error {
 
 // dayName is the file a record with time ts belongs in: its UTC date.
 func dayName(ts wire.Timestamp) string { return ts.Time().Format(dayLayout) + ".jsonl" }
+
+// shareWithDirGroup makes a new log file readable by the directory's group
+// when the directory itself is (mode g+rx): deployed, audit/ belongs to
+// the owner group (setgid), whose members run bxctl audit verify. The
+// writer's umask (UMask=0077 in its unit) would otherwise leave the file
+// 0600, so the mode is set explicitly. Nobody but brokerd ever writes.
+func shareWithDirGroup(dir, path string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Perm()&0o050 != 0o050 {
+		return nil
+	}
+	return os.Chmod(path, 0o640)
+}
