@@ -169,6 +169,9 @@ func (e *HeadError) event() wire.AcceptedHeadEvent {
 // error if there is no file. A damaged file is a *HeadError; a file that
 // cannot be read at all is ErrUnavailable.
 func readHeadFor(path string) (*Head, *HeadError, error) {
+	if path == "" {
+		return nil, nil, nil // the caller has none to compare
+	}
 	h, err := ReadHead(path)
 	switch {
 	case err == nil:

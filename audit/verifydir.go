@@ -31,7 +31,8 @@ func verifyDir(dir string, watch ...uint64) (ChainReport, error) {
 
 // VerifyDirHead is VerifyDir, and also compares the log with the head file
 // brokerd keeps (head.go), as brokerd's startup does, if there is one: a
-// *HeadError says how they disagree. With no head file it is VerifyDir.
+// *HeadError says how they disagree. With no head file (or headFile "") it
+// is VerifyDir.
 func VerifyDirHead(dir, headFile string) (ChainReport, *HeadError, error) {
 	rep, herr, _, err := verifyDirHeads(dir, headFile, nil)
 	return rep, herr, err

@@ -1,7 +1,10 @@
 package bxctl
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -50,6 +53,15 @@ func (c *auditVerifyCmd) Run(e *env) error {
 		posted = &h
 	}
 	headFile := filepath.Join(home, "broker", "audit-head")
+	// Deployed, broker/ is brokerd's alone (deploy plan): the owner reads
+	// audit/ but not the head, which brokerd checks at every start. Said,
+	// not failed: the head gatewayd posts (--head) is the owner's own check.
+	unreadableHead := ""
+	if _, err := os.Stat(headFile); errors.Is(err, fs.ErrPermission) {
+		unreadableHead = headFile
+		headFile = "" // none to compare
+
+	}
 	var (
 		rep  audit.ChainReport
 		herr *audit.HeadError
@@ -76,9 +88,12 @@ func (c *auditVerifyCmd) Run(e *env) error {
 		// The same words brokerd's startup would refuse with.
 		fmt.Fprintln(&b, herr)
 	} else if ok {
-		if h, err := audit.ReadHead(headFile); err == nil && h.Next > 0 {
+		if h, err := audit.ReadHead(headFile); headFile != "" && err == nil && h.Next > 0 {
 			fmt.Fprintf(&b, "head: the log holds record %d, which %s names\n", h.Next-1, headFile)
 		}
+	}
+	if unreadableHead != "" {
+		fmt.Fprintf(&b, "head: %s is brokerd's and this user cannot read it; brokerd compares it with the log at every start (--head checks a head kept off the host)\n", unreadableHead)
 	}
 	if perr != nil {
 		fmt.Fprintln(&b, perr)
