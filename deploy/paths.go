@@ -45,6 +45,8 @@ func (b *builder) paths() {
 		b.file(b.etc(r.role+".toml"), "root", r.user, "0640", ContentSeed, b.config(r.role), r.role == "brokerd",
 			r.role+"'s configuration: written once by deploy apply, then the owner's")
 	}
+	b.file(b.etc("tools-containers.conf"), "root", tl, "0640", ContentExact, toolsContainersConf, false,
+		"the rootless Podman service's engine settings (CONTAINERS_CONF in its unit)")
 	b.file(b.etc("gatewayd.token"), "root", "root", "0600", ContentOwner, "", true,
 		"the Mattermost bot's token: the owner writes it; systemd hands it to gatewayd as a credential")
 
@@ -53,3 +55,14 @@ func (b *builder) paths() {
 			Target: "boxmaker", Why: "the role is chosen by the name it is run as"})
 	}
 }
+
+// toolsContainersConf is the tools user's Podman engine: runc with the
+// cgroupfs manager (crun fails on cgroup v1 hybrid hosts, and a system
+// user has no systemd session for the systemd manager) and events in a
+// file (no journald session either). docs/decisions.md, "The Podman
+// runtime".
+const toolsContainersConf = `[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+`

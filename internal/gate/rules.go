@@ -55,8 +55,8 @@ var importRules = []rule{
 		"writes tiny GGUF models for tests against the real llama-server (issue 16); tests and .ci/llama-setup use it, no production package may (no rule lists it)"},
 	{"internal/syncbuf", nil,
 		"a goroutine-safe buffer for what tests capture of running output; tests of any package may use it, no production package may (no rule lists it)"},
-	{"internal/harness", nil,
-		"the demo's and end-to-end tests' process runner: it runs the built binaries and links nothing of ours, so it cannot bypass a role's boundary"},
+	{"internal/harness", []string{"deploy"},
+		"the demo's and end-to-end tests' process runner: it runs the built binaries and links no role, so it cannot bypass a role's boundary; it reads a deployment's users and paths from the plan (issue 13)"},
 	{".", []string{"roles/loopd", "roles/brokerd", "roles/gatewayd", "roles/inferproxy", "roles/bxctl", "roles/toolkit", "wire", "runbook", "deploy"},
 		"main.go only chooses a role by argv[0] and calls its entry point"},
 }

@@ -44,6 +44,10 @@ type Options struct {
 	// the bot's token; brokerd sends it approvals and loopd listens for it
 	// on run/gateway-loop/loop.sock (issue 14).
 	Mattermost *Mattermost
+	// Deployed, when set, runs on a deployment deploy apply made: each
+	// role as its plan's user (deployed.go). Home then holds only the
+	// owner's notes and scratch folder.
+	Deployed *Deployed
 }
 
 // Mattermost is the server gatewayd talks to.
@@ -87,6 +91,9 @@ func (h *Harness) GatewaySocket() string {
 	return filepath.Join(h.Home, "run", "broker-gateway", "gateway.sock")
 }
 func (h *Harness) podmanSocket() string {
+	if h.o.Deployed != nil {
+		return filepath.Join(h.Home, "run", "broker-tools", "podman.sock")
+	}
 	return filepath.Join(h.Home, "podman", "podman.sock")
 }
 
@@ -105,6 +112,12 @@ func Start(ctx context.Context, o Options) (_ *Harness, err error) {
 			h.Stop()
 		}
 	}()
+	if o.Deployed != nil {
+		if err := h.startDeployed(ctx); err != nil {
+			return nil, err
+		}
+		return h, nil
+	}
 	if err := h.writeHome(); err != nil {
 		return nil, err
 	}
@@ -151,7 +164,7 @@ func (h *Harness) StartRole(ctx context.Context, role string) error {
 		"gatewayd":   h.GatewaySocket(),
 	}
 	os.Remove(sockets[role]) // so the wait below sees the new one
-	p, err := h.spawn(role, filepath.Join(h.o.Bin, role), "serve", "--config", filepath.Join(h.Home, "etc", role+".toml"))
+	p, err := h.spawn(role, h.roleBin(role), "serve", "--config", h.etc(role+".toml"))
 	if err != nil {
 		return err
 	}
@@ -216,8 +229,16 @@ func (h *Harness) running(name string) (*proc, error) {
 
 // Bxctl runs bin/bxctl with args and this home's sockets in its environment.
 func (h *Harness) Bxctl(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args ...string) error {
-	cmd := exec.CommandContext(ctx, filepath.Join(h.o.Bin, "bxctl"), args...)
+	cmd := exec.CommandContext(ctx, h.roleBin("bxctl"), args...)
 	cmd.Env = append(os.Environ(), "BOXMAKER_HOME="+h.Home)
+	if h.o.Deployed != nil {
+		cred, err := h.credFor("bxctl")
+		if err != nil {
+			return err
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		cmd.Env = h.deployedEnv("bxctl")
+	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	return cmd.Run()
 }
@@ -244,7 +265,9 @@ func (h *Harness) Stop() error {
 		h.podman.stop()
 		// The overlay driver bind-mounts its own directory, and the mount
 		// outlives the service; it would keep the home from being removed.
-		_ = syscall.Unmount(filepath.Join(h.Home, "podman", "storage", "overlay"), syscall.MNT_DETACH)
+		if h.o.Deployed == nil {
+			_ = syscall.Unmount(filepath.Join(h.Home, "podman", "storage", "overlay"), syscall.MNT_DETACH)
+		}
 	}
 	return err
 }
@@ -272,6 +295,9 @@ func (h *Harness) leftovers(remove bool) (int, error) {
 func (h *Harness) podmanCLI(args ...string) *exec.Cmd {
 	cmd := exec.Command("podman", append([]string{"--remote", "--url", "unix://" + h.podmanSocket()}, args...)...)
 	cmd.Env = append(os.Environ(), "CONTAINERS_CONF="+filepath.Join(h.Home, "podman", "containers.conf"))
+	if h.o.Deployed != nil {
+		cmd.Env = append(os.Environ(), "CONTAINERS_CONF="+h.etc("tools-containers.conf"))
+	}
 	return cmd
 }
 
@@ -289,6 +315,14 @@ func (h *Harness) spawnIn(dir, name, bin string, args ...string) (*proc, error) 
 	cmd.Stdout, cmd.Stderr = w, w
 	// Its own process group, so stopping it stops its children too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if h.o.Deployed != nil {
+		cred, err := h.credFor(name)
+		if err != nil {
+			return nil, err
+		}
+		cmd.SysProcAttr.Credential = cred
+		cmd.Env = h.deployedEnv(name)
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("harness: starting %s: %w", name, err)
 	}

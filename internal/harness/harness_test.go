@@ -35,6 +35,10 @@ var (
 
 // TestMain removes what build made once every test has run.
 func TestMain(m *testing.M) {
+	// Run as another user by TestDeployed, the binary is only a probe.
+	if ask := os.Getenv("BOXMAKER_PROBE"); ask != "" {
+		os.Exit(probeMain(ask))
+	}
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)

@@ -1,0 +1,255 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"boxmaker/deploy"
+)
+
+// Deployed runs the harness on a deployment made by deploy apply (issue 13):
+// every role as its plan's user, from the plan's binary and links, with the
+// plan's home, configuration and sockets, and rootless Podman as the tools
+// user. The stand-in model runs as root: it is the owner's model server,
+// not part of boxmaker.
+type Deployed struct {
+	Plan deploy.Plan
+	// Owner is a user in the plan's owner group: bxctl runs as it.
+	Owner string
+}
+
+// creds are the credentials a deployed process runs with, by process name
+// (a role, "podman" for the tools user's service, "bxctl" for the owner).
+func (h *Harness) credFor(name string) (*syscall.Credential, error) {
+	d := h.o.Deployed
+	who := map[string]string{"podman": d.Plan.UserFor("tools"), "bxctl": d.Owner, "image": d.Plan.UserFor("brokerd")}[name]
+	if who == "" {
+		for _, u := range d.Plan.Users {
+			if u.Role == name {
+				who = u.Name
+			}
+		}
+	}
+	if who == "" {
+		return nil, nil // the model: root
+	}
+	return Credential(who)
+}
+
+// Credential is the uid, primary gid and supplementary groups of a user,
+// as its login would have them.
+func Credential(name string) (*syscall.Credential, error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	c := &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	ids, err := u.GroupIds()
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		g, _ := strconv.Atoi(id)
+		c.Groups = append(c.Groups, uint32(g))
+	}
+	return c, nil
+}
+
+func (h *Harness) etc(name string) string {
+	if h.o.Deployed != nil {
+		return filepath.Join(h.o.Deployed.Plan.Etc, name)
+	}
+	return filepath.Join(h.Home, "etc", name)
+}
+
+// roleBin is a role's executable: the plan's link, deployed.
+func (h *Harness) roleBin(role string) string {
+	if h.o.Deployed != nil {
+		return filepath.Join(h.o.Deployed.Plan.Bin, role)
+	}
+	return filepath.Join(h.o.Bin, role)
+}
+
+// toolsRuntimeDir is the tools user's XDG_RUNTIME_DIR (systemd's
+// RuntimeDirectory= for the unit).
+func (h *Harness) toolsRuntimeDir() string { return filepath.Join(h.o.Home, "xdg-tools") }
+
+// deployedEnv is the environment of a deployed process.
+func (h *Harness) deployedEnv(name string) []string {
+	p := h.o.Deployed.Plan
+	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "BOXMAKER_HOME=" + p.Home}
+	if name == "podman" {
+		env = append(env, "HOME="+filepath.Join(p.Home, "tools"), "XDG_RUNTIME_DIR="+h.toolsRuntimeDir(),
+			"CONTAINERS_CONF="+filepath.Join(p.Etc, "tools-containers.conf"))
+	}
+	return env
+}
+
+// writeDeployedHome writes what the owner would: the core memory, the
+// grants, the notes and scratch folder beside the home.
+func (h *Harness) writeDeployedHome() error {
+	p := h.o.Deployed.Plan
+	tools, err := user.Lookup(p.UserFor("tools"))
+	if err != nil {
+		return err
+	}
+	files := []struct {
+		path, text, owner, group string
+		mode                     os.FileMode
+	}{
+		{filepath.Join(p.Home, "memory", "core.md"), "The owner is trying boxmaker's demo.\n", "root", p.UserFor("loopd"), 0o640},
+		{filepath.Join(h.Notes(), "today.md"), "# Today\n\n- Water the plants.\n- Call Ana about the boat.\n", "root", "root", 0o644},
+		{filepath.Join(h.Scratch(), "build.log"), "ok\n", "root", "root", 0o644},
+		{filepath.Join(h.Scratch(), "todo.txt"), "nothing yet\n", "root", "root", 0o644},
+	}
+	for name, text := range grants {
+		files = append(files, struct {
+			path, text, owner, group string
+			mode                     os.FileMode
+		}{filepath.Join(p.Etc, "grants", name), h.fill(text), "root", p.UserFor("brokerd"), 0o640})
+	}
+	for _, f := range files {
+		if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(f.path, []byte(f.text), f.mode); err != nil {
+			return err
+		}
+		if err := chownNames(f.path, f.owner, f.group); err != nil {
+			return err
+		}
+	}
+	// The tools run as nobody inside the container, which rootless Podman
+	// maps into the tools user's subordinate range: the scratch folder is
+	// given to that host uid, which owns nothing else.
+	hostUID, err := SubordinateUID(tools.Username, 65534)
+	if err != nil {
+		return err
+	}
+	if err := os.Chown(h.Scratch(), hostUID, hostUID); err != nil {
+		return err
+	}
+	uid, _ := strconv.Atoi(tools.Uid)
+	gid, _ := strconv.Atoi(tools.Gid)
+	if err := os.Mkdir(h.toolsRuntimeDir(), 0o700); err != nil {
+		return err
+	}
+	return os.Chown(h.toolsRuntimeDir(), uid, gid)
+}
+
+// SubordinateUID is the host uid that uid inside a rootless container of
+// name maps to: container uid 0 is name itself, and uid n (n ≥ 1) is the
+// (n-1)th of name's range in /etc/subuid.
+func SubordinateUID(name string, uid int) (int, error) {
+	b, err := os.ReadFile("/etc/subuid")
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Split(l, ":")
+		if len(f) == 3 && f[0] == name {
+			start, err := strconv.Atoi(f[1])
+			if err != nil {
+				return 0, err
+			}
+			return start + uid - 1, nil
+		}
+	}
+	return 0, fmt.Errorf("harness: %s has no range in /etc/subuid", name)
+}
+
+func chownNames(path, owner, group string) error {
+	u, err := user.Lookup(owner)
+	if err != nil {
+		return err
+	}
+	g, err := user.LookupGroup(group)
+	if err != nil {
+		return err
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(g.Gid)
+	return os.Chown(path, uid, gid)
+}
+
+// writeDeployedConfigs fills in what deploy apply's seeds leave to the
+// owner: the tool image, the model server, the approval lifetime, the
+// Mattermost server. The rest (paths, sockets, [peers]) is the plan's.
+func (h *Harness) writeDeployedConfigs(image string) error {
+	p := h.o.Deployed.Plan
+	seed := map[string]string{}
+	for _, x := range p.Paths {
+		if x.Content == deploy.ContentSeed {
+			seed[filepath.Base(x.Path)] = x.Text
+		}
+	}
+	configs := map[string]string{
+		"brokerd.toml": strings.Replace(seed["brokerd.toml"], "image = \"\"\n",
+			fmt.Sprintf("image = %q\nuser = \"65534:65534\"\n", image), 1) +
+			fmt.Sprintf("\n[approvals]\nttl_ms = %d\n", h.o.TTLMs),
+		"loopd.toml":      seed["loopd.toml"],
+		"inferproxy.toml": strings.Replace(seed["inferproxy.toml"], "http://127.0.0.1:8080", h.upstream, 1),
+	}
+	for name, text := range configs {
+		// In place: the file keeps the owner, group and mode apply gave it.
+		if err := os.WriteFile(h.etc(name), []byte(text), 0o640); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startDeployed is Start on a deployment.
+func (h *Harness) startDeployed(ctx context.Context) error {
+	h.Home = h.o.Deployed.Plan.Home
+	if err := h.writeDeployedHome(); err != nil {
+		return err
+	}
+	sock := filepath.Join(h.Home, "run", "broker-tools", "podman.sock")
+	p, err := h.spawnIn(filepath.Join(h.Home, "tools"), "podman", "podman", "system", "service", "--time=0", "unix://"+sock)
+	if err != nil {
+		return err
+	}
+	h.podman = p
+	if err := h.waitSocket(ctx, p, sock); err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, h.roleBin("brokerd"), "image", "build", "--config", h.etc("brokerd.toml"))
+	cred, err := h.credFor("image")
+	if err != nil {
+		return err
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	cmd.Env = h.deployedEnv("image")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &prefixWriter{w: h.o.Log, prefix: "image: "}
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("harness: brokerd image build as %s: %w", h.o.Deployed.Plan.UserFor("brokerd"), err)
+	}
+	image := imageLine.FindString(out.String())
+	if image == "" {
+		return errNoImage
+	}
+	if err := h.StartModel(ctx); err != nil {
+		return err
+	}
+	h.upstream = "http://" + h.modelAt
+	if err := h.writeDeployedConfigs(image); err != nil {
+		return err
+	}
+	for _, role := range []string{"inferproxy", "brokerd", "loopd"} {
+		if err := h.StartRole(ctx, role); err != nil {
+			return err
+		}
+	}
+	return nil
+}
