@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"boxmaker/deploy"
 )
@@ -252,4 +253,16 @@ func (h *Harness) startDeployed(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// killToolsUser ends every process of the tools user: rootless Podman
+// leaves a pause process holding its user namespace, outside the service's
+// process group (systemd's KillMode=mixed does the same for the unit).
+func (h *Harness) killToolsUser() {
+	_ = exec.Command("pkill", "-KILL", "-u", h.o.Deployed.Plan.UserFor("tools")).Run()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if exec.Command("pgrep", "-u", h.o.Deployed.Plan.UserFor("tools")).Run() != nil {
+			return
+		}
+	}
 }

@@ -267,6 +267,8 @@ func (h *Harness) Stop() error {
 		// outlives the service; it would keep the home from being removed.
 		if h.o.Deployed == nil {
 			_ = syscall.Unmount(filepath.Join(h.Home, "podman", "storage", "overlay"), syscall.MNT_DETACH)
+		} else {
+			h.killToolsUser()
 		}
 	}
 	return err
