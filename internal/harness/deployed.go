@@ -259,10 +259,39 @@ func (h *Harness) startDeployed(ctx context.Context) error {
 // leaves a pause process holding its user namespace, outside the service's
 // process group (systemd's KillMode=mixed does the same for the unit).
 func (h *Harness) killToolsUser() {
-	_ = exec.Command("pkill", "-KILL", "-u", h.o.Deployed.Plan.UserFor("tools")).Run()
+	u, err := user.Lookup(h.o.Deployed.Plan.UserFor("tools"))
+	if err != nil {
+		return
+	}
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if exec.Command("pgrep", "-u", h.o.Deployed.Plan.UserFor("tools")).Run() != nil {
+		pids := processesOf(u.Uid)
+		if len(pids) == 0 {
 			return
 		}
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
 	}
+}
+
+// processesOf lists the processes whose real uid is uid, from /proc.
+func processesOf(uid string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) > 1 && f[0] == "Uid:" && f[1] == uid {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
 }
