@@ -60,7 +60,9 @@ let
   # The Podman configuration the tools unit names (CONTAINERS_CONF=).
   toolsConf = lib.findFirst (lib.hasPrefix "CONTAINERS_CONF=") null
     (lib.toList (mapped.services.${bare.unitName "tools"}.serviceConfig.Environment or [ ]));
-  toolsConfPath = lib.removePrefix "CONTAINERS_CONF=" toolsConf;
+  toolsConfPath = if toolsConf == null then throw "boxmaker: the plan's tools unit names no CONTAINERS_CONF="
+    else lib.removePrefix "CONTAINERS_CONF=" toolsConf;
+  toolsConfFile = toml.generate "tools-containers.conf" cfg.podmanSettings;
 
   outsideStore = what: types.addCheck types.str (p: lib.hasPrefix "/" p && !lib.hasPrefix builtins.storeDir p) // {
     description = "absolute path of a file outside the Nix store (${what})";
@@ -126,9 +128,7 @@ in
     };
 
     settings = mkOption {
-      type = types.submodule {
-        freeformType = types.attrsOf toml.type;
-      };
+      type = types.attrsOf toml.type;
       default = { };
       example = lib.literalExpression ''{ brokerd.podman.image = "sha256:..."; brokerd.approvals.ttl_ms = 600000; }'';
       description = ''
@@ -175,10 +175,6 @@ in
         assertion = lib.all (n: builtins.match "[a-z0-9_-]{1,64}" n != null) (builtins.attrNames cfg.secrets);
         message = "services.boxmaker.secrets: a secret's name is 1 to 64 characters of [a-z0-9_-]";
       }
-      {
-        assertion = toolsConf != null;
-        message = "boxmaker: the plan's tools unit names no CONTAINERS_CONF=";
-      }
     ];
 
     users.users = mapped.users;
@@ -192,14 +188,14 @@ in
     } // lib.optionalAttrs (name == bare.unitName "tools") {
       # newuidmap and newgidmap are NixOS's setuid wrappers.
       path = [ "/run/wrappers" ];
-      restartTriggers = [ config.environment.etc.${mapped.etcRel toolsConfPath}.source ];
+      restartTriggers = [ toolsConfFile ];
     } // lib.optionalAttrs (name == bare.unitName "gatewayd" && !gatewaydOn) {
       wantedBy = [ ];
     }) mapped.services;
 
     environment.etc = etcFiles // grantFiles // {
       ${mapped.etcRel toolsConfPath} = {
-        source = toml.generate "tools-containers.conf" cfg.podmanSettings;
+        source = toolsConfFile;
         mode = "0644";
       };
     };
