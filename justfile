@@ -12,11 +12,11 @@ default:
     @{{just_executable()}} --list
 
 # Everything a change must pass, in order; offline once modules are downloaded; never skips.
-gate: podman-setup llama-setup && fuzz-short
+gate: podman-setup llama-setup nix-setup && fuzz-short
     go run ./internal/gate gofmt
     go vet ./...
     go tool staticcheck ./...
-    go run ./internal/gate imports filelen deps licences runbook stray
+    go run ./internal/gate imports filelen deps licences runbook stray nix
     go test -race ./...
     go run ./internal/gate stray
 
@@ -56,6 +56,11 @@ demo *args: podman-setup build
 # then internal/tinymodel); it prints the BOXMAKER_TEST_LLAMA_* variables.
 llama-setup:
     .ci/llama-setup
+
+# Install Debian's nix-bin (as root): the gate's nix check parses every .nix
+# file and evaluates the NixOS module's plan mapping without nixpkgs.
+nix-setup:
+    .ci/nix-setup
 
 # Install and configure Podman for the tool runner on Debian 12 (as root).
 podman-setup:

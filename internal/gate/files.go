@@ -13,8 +13,11 @@ import (
 // goFiles lists the .go files git tracks in dir, plus new ones it would
 // track (not ignored), so that a file is checked before its first commit.
 // Files deleted from the working tree are left out.
-func goFiles(dir string) ([]string, error) {
-	out, err := command(dir, "git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "*.go")
+func goFiles(dir string) ([]string, error) { return trackedFiles(dir, "*.go") }
+
+// trackedFiles is goFiles for any pathspec pattern ("*.nix").
+func trackedFiles(dir, pattern string) ([]string, error) {
+	out, err := command(dir, "git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", pattern)
 	if err != nil {
 		return nil, err
 	}

@@ -34,6 +34,7 @@ var checks = []check{
 	{"deps", "every go.mod requirement is in docs/dependencies.md with its version, licence and reason", checkDeps},
 	{"licences", "every module linked into what we ship (go list -deps -test=false ./... tool) has an allowlisted licence, read from its text", checkLicences},
 	{"stray", "no file that a misplaced process writes (Podman's oom marker) is in the repository", checkStray},
+	{"nix", "every tracked .nix file parses (nix-instantiate --parse), and nix/plan.nix maps the plan as the Go plan is", checkNix},
 	{"runbook", "every runbook anchor named in Go source has a five-part entry in docs/runbook.md", checkRunbook},
 }
 
