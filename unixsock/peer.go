@@ -24,8 +24,8 @@ import (
 // The names are resolved to ids once, by Resolve, when the config is
 // loaded. Root is not let through unless the rule names it.
 type Rule struct {
-	User  string `toml:"user"`
-	Group string `toml:"group"`
+	User  string `toml:"user,omitempty"`
+	Group string `toml:"group,omitempty"`
 
 	resolved bool
 	id       uint32 // the uid of User or the gid of Group

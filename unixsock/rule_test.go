@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pelletier/go-toml/v2"
+
 	"boxmaker/wire"
 )
 
@@ -211,4 +213,32 @@ func atou(t *testing.T, s string) uint32 {
 		t.Fatal(err)
 	}
 	return uint32(n)
+}
+
+// TestRuleRoundTrip: a rule rendered by go-toml (as the deployment renders
+// each role's [peers]) reads back as the same rule, and only the key set
+// is written.
+func TestRuleRoundTrip(t *testing.T) {
+	var in peersFile
+	in.Peers.A = &Rule{User: "nobody"}
+	in.Peers.B = &Rule{Group: "nogroup"}
+	data, err := toml.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "group = ''") || strings.Contains(string(data), "user = ''") {
+		t.Fatalf("an empty key is written:\n%s", data)
+	}
+	var out peersFile
+	if err := wire.DecodeConfig("peers.toml", data, &out); err != nil {
+		t.Fatalf("%v\n%s", err, data)
+	}
+	for _, r := range []*Rule{out.Peers.A, out.Peers.B} {
+		if err := r.Resolve(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out.Peers.A.String() != "user nobody (uid 65534)" || out.Peers.B.String() != "group nogroup (gid 65534)" {
+		t.Fatalf("read back %v and %v from\n%s", out.Peers.A, out.Peers.B, data)
+	}
 }
