@@ -2,13 +2,10 @@ package gatewayd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -18,6 +15,7 @@ import (
 	"boxmaker/roles/gatewayd/internal/mm"
 	"boxmaker/roles/gatewayd/internal/state"
 	"boxmaker/runbook"
+	"boxmaker/unixsock"
 )
 
 // startTimeout bounds each Mattermost call made at startup.
@@ -59,9 +57,11 @@ func Serve(ctx context.Context, path string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ln, err := listen(cfg.Sockets.Gateway)
+	// gateway.sock: 0600 in a directory of its own, 0660 in the deployed
+	// broker-gateway directory; only [peers] gateway's client gets in.
+	ln, err := unixsock.Listen(cfg.Sockets.Gateway, cfg.Peers.Gateway, func(line string) { logf("gatewayd: " + line) })
 	if err != nil {
-		return err
+		return fmt.Errorf("gateway.sock: %w; %s", err, runbook.See("socket-unavailable"))
 	}
 	// If gateway.sock stops serving, everything stops: a gatewayd without
 	// it must not go on reading Mattermost as if it served.
@@ -85,7 +85,7 @@ func Serve(ctx context.Context, path string, stderr io.Writer) error {
 	stop()
 	wg.Wait()
 	b.Wait()
-	os.Remove(cfg.Sockets.Gateway)
+	ln.Close() // ServeGateway closed it; this removes the socket if it is still ours
 	return err
 }
 
@@ -116,39 +116,4 @@ func signIn(ctx context.Context, client *mm.Client, cfg config.Config) (mm.User,
 		owners = append(owners, bridge.Owner{ID: id, Username: u.Username, Channel: ch.ID})
 	}
 	return bot, owners, nil
-}
-
-// listen makes gateway.sock at path: its directory is created 0700 if
-// missing (an existing one keeps its mode: deployment shares it with
-// brokerd's group), a stale socket left by a crash is removed, and the
-// socket is 0600. A socket another gatewayd still answers on is not.
-func listen(path string) (*net.UnixListener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("gateway.sock: %w", err)
-	}
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("gateway.sock: %s exists and is not a socket; not removing it", path)
-		}
-		c, err := net.DialTimeout("unix", path, time.Second)
-		if err == nil {
-			c.Close()
-			return nil, fmt.Errorf("gateway.sock: %s is in use: is another gatewayd running?", path)
-		}
-		if !errors.Is(err, syscall.ECONNREFUSED) {
-			return nil, fmt.Errorf("gateway.sock: %s exists and cannot be checked: %w", path, err)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("gateway.sock: removing the stale socket: %w", err)
-		}
-	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
-	if err != nil {
-		return nil, fmt.Errorf("gateway.sock: %w", err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("gateway.sock: %w", err)
-	}
-	return ln, nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"boxmaker/unixsock"
 	"boxmaker/wire"
 )
 
@@ -19,6 +20,8 @@ import (
 //	socket = "/var/lib/boxmaker/run/loop-infer/infer.sock"
 //	[limits]
 //	max_request_bytes = 8388608     # optional; this is the default
+//	[peers]
+//	socket = { user = "boxmaker-loopd" }  # optional: the only client let in
 type Config struct {
 	Upstream struct {
 		URL string `toml:"url"`
@@ -29,6 +32,12 @@ type Config struct {
 	Limits struct {
 		MaxRequestBytes int64 `toml:"max_request_bytes"`
 	} `toml:"limits"`
+	// Peers names the only client infer.sock lets through, checked with
+	// SO_PEERCRED on every connection (unixsock.Rule); absent, any client
+	// the socket's file modes let in is served.
+	Peers struct {
+		Socket *unixsock.Rule `toml:"socket"`
+	} `toml:"peers"`
 }
 
 // DefaultMaxRequestBytes bounds a request body when the file does not.
@@ -41,9 +50,8 @@ const DefaultMaxRequestBytes = 8 << 20
 const maxRequestBytesCeiling = 1 << 30
 
 // maxSocketPath is the room in sockaddr_un's sun_path (108 bytes) less its
-// NUL, and less one for the "~" of the name the socket is bound at before
-// it is renamed into place (see listenUnix).
-const maxSocketPath = 106
+// NUL.
+const maxSocketPath = unixsock.MaxPath
 
 // LoadConfig reads and checks the configuration file at path. Every
 // problem is a *wire.ConfigError naming path.
@@ -94,6 +102,13 @@ func (c *Config) check(file string, data []byte) error {
 	}
 	if n := c.Limits.MaxRequestBytes; n < 1 || n > maxRequestBytesCeiling {
 		return bad("limits", "max_request_bytes", fmt.Sprintf("%d is not between 1 and %d", n, maxRequestBytesCeiling))
+	}
+	// Names become ids once, here: an unknown one stops inferproxy now,
+	// not at its first client.
+	if r := c.Peers.Socket; r != nil {
+		if err := r.Resolve(); err != nil {
+			return bad("peers", "socket", err.Error())
+		}
 	}
 	return nil
 }

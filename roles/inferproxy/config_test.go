@@ -32,6 +32,10 @@ func TestConfigGood(t *testing.T) {
 	if err != nil || cfg.Limits.MaxRequestBytes != DefaultMaxRequestBytes {
 		t.Fatalf("without [limits]: %+v %v", cfg, err)
 	}
+	cfg, err = parseConfig("inferproxy.toml", []byte(goodConfig+"[peers]\nsocket = { user = \"nobody\" }\n"))
+	if err != nil || cfg.Peers.Socket == nil || cfg.Peers.Socket.String() != "user nobody (uid 65534)" {
+		t.Fatalf("with [peers]: %+v %v", cfg, err)
+	}
 	cfg, err = parseConfig("inferproxy.toml", []byte(strings.Replace(goodConfig, `8080"`, `8080/"`, 1)))
 	if err != nil || cfg.Upstream.URL != "http://127.0.0.1:8080/" {
 		t.Fatalf("trailing slash: %v", err)
@@ -39,7 +43,7 @@ func TestConfigGood(t *testing.T) {
 }
 
 func TestConfigBad(t *testing.T) {
-	long := "/" + strings.Repeat("d", 106)
+	long := "/" + strings.Repeat("d", 107)
 	for _, tc := range []struct{ name, old, new, want string }{
 		{"syntax", `url = "http`, `url = http`, ":2: unexpected character U+0068 'h' at start of value"},
 		{"unknown key", "[listen]\n", "URL = \"http://x:1\"\n[listen]\n", `:3: unknown key "upstream.URL"`},
@@ -60,6 +64,11 @@ func TestConfigBad(t *testing.T) {
 		{"zero limit", "1048576", "0", ":6: limits.max_request_bytes: 0 is not between 1 and"},
 		{"huge limit", "1048576", "2147483648", "is not between 1 and"},
 		{"not utf-8", "[listen]", "# \xff\n[listen]", ":3: the file is not valid UTF-8"},
+		{"unknown peer user", "[limits]", "[peers]\nsocket = { user = \"bx-no-such-user\" }\n[limits]", `:6: peers.socket: there is no user "bx-no-such-user" on this system`},
+		{"peer user and group", "[limits]", "[peers]\nsocket = { user = \"root\", group = \"root\" }\n[limits]", `:6: peers.socket: give one of user = "name" or group = "name", not both`},
+		{"peer rule not a table", "[limits]", "[peers]\nsocket = \"root\"\n[limits]", `:6: "peers.socket" must be a table`},
+		{"peer rule unknown key", "[limits]", "[peers]\nsocket = { uid = 0 }\n[limits]", `:6: unknown key "peers.socket.uid"`},
+		{"peers for another socket", "[limits]", "[peers]\nbroker = { user = \"root\" }\n[limits]", `:6: unknown key "peers.broker"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data := strings.Replace(goodConfig, tc.old, tc.new, 1)

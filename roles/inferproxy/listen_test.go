@@ -1,14 +1,57 @@
 package inferproxy
 
 import (
+	"io"
 	"io/fs"
+	"log"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"boxmaker/unixsock"
 )
+
+// listenUnix is listen for a config that names only path.
+func listenUnix(path string) (*unixsock.Listener, error) {
+	cfg := &Config{}
+	cfg.Listen.Socket = path
+	return listen(cfg, log.New(io.Discard, "", 0))
+}
+
+// TestPeersSocketIsWired: with [peers] socket naming another user, this
+// test's process (root) is refused on infer.sock: it reads EOF, and
+// inferproxy logs the socket, the uid and the runbook entry.
+func TestPeersSocketIsWired(t *testing.T) {
+	_, url := fake(t, fakeOpts())
+	cfg := &Config{}
+	cfg.Upstream.URL = url
+	cfg.Listen.Socket = filepath.Join(t.TempDir(), "run", "infer.sock")
+	cfg.Limits.MaxRequestBytes = DefaultMaxRequestBytes
+	cfg.Peers.Socket = &unixsock.Rule{User: "nobody"}
+	if err := cfg.Peers.Socket.Resolve(); err != nil {
+		t.Fatal(err)
+	}
+	p := startWith(t, cfg, time.Second)
+	c, err := net.Dial("unix", p.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if b, err := io.ReadAll(c); err != nil || len(b) != 0 {
+		t.Fatalf("a refused peer read %q, %v; want EOF", b, err)
+	}
+	if err := p.stop(); err != nil {
+		t.Fatal(err)
+	}
+	want := "inferproxy: " + p.socket + ": refused a connection from uid 0 "
+	if !strings.Contains(p.log.String(), want) || !strings.Contains(p.log.String(), "lets only user nobody (uid 65534) connect; see docs/runbook.md#peer-refused\n") {
+		t.Fatalf("log %q lacks the refusal %q", p.log.String(), want)
+	}
+}
 
 func TestSocketAndDirectoryModes(t *testing.T) {
 	_, url := fake(t, fakeOpts())

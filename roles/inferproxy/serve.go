@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"boxmaker/runbook"
+	"boxmaker/unixsock"
 )
 
 // shutdownGrace is how long a stop waits for requests in flight (a reply
@@ -52,7 +53,7 @@ func Serve(ctx context.Context, cfg *Config, logw io.Writer) error {
 // the socket is listening.
 func serve(ctx context.Context, cfg *Config, logw io.Writer, grace time.Duration, ready chan<- struct{}) error {
 	logger := log.New(logw, "inferproxy: ", 0)
-	ln, err := listenUnix(cfg.Listen.Socket)
+	ln, err := listen(cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -100,4 +101,15 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, grace time.Duration
 	}
 	<-p.close()
 	return nil
+}
+
+// listen makes infer.sock (unixsock.Listen: 0600 in a directory of its own,
+// 0660 in a deployed pair directory) and lets through only the client
+// [peers] socket names; a refused one is logged.
+func listen(cfg *Config, logger *log.Logger) (*unixsock.Listener, error) {
+	ln, err := unixsock.Listen(cfg.Listen.Socket, cfg.Peers.Socket, func(line string) { logger.Print(line) })
+	if err != nil {
+		return nil, fmt.Errorf("%v\n%s", err, runbook.See("inferproxy-socket-unavailable"))
+	}
+	return ln, nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"boxmaker/roles/brokerd/internal/podman"
+	"boxmaker/unixsock"
 	"boxmaker/wire"
 )
 
@@ -25,6 +26,8 @@ type Config struct {
 	// Podman is the tool runner (M3b). Without an image, brokerd runs no
 	// tool: every allowed call fails (runner.Refusing).
 	Podman podman.Config `toml:"podman"`
+	// Peers names the only client of each listening socket.
+	Peers Peers `toml:"peers"`
 	// File is the config file's absolute path, as read; no grant may reach
 	// it (Protected).
 	File string `toml:"-"`
@@ -100,6 +103,20 @@ func (s *Sockets) Check() error {
 		return fmt.Errorf("request_timeout_ms must be at least 1")
 	}
 	return nil
+}
+
+// Peers names the only client of each socket brokerd listens on, checked
+// with SO_PEERCRED on every connection (unixsock.Rule), e.g.
+//
+//	[peers]
+//	broker = { user = "boxmaker-loopd" }
+//	admin = { group = "boxmaker-owner" }
+//
+// A socket without a rule serves any client its file modes let in
+// (development and the demo run every role as one user).
+type Peers struct {
+	Broker *unixsock.Rule `toml:"broker"`
+	Admin  *unixsock.Rule `toml:"admin"`
 }
 
 // Approvals configures the pending-approval table.
@@ -229,6 +246,19 @@ func (c *Config) fill(file string, data []byte, getenv func(string) string) erro
 	}
 	if c.Approvals.TTLMs < 1 {
 		return bad("approvals.ttl_ms", "approvals.ttl_ms must be at least 1")
+	}
+	// Names become ids once, here: an unknown one stops brokerd now, not
+	// at its first client.
+	for _, p := range []struct {
+		key  string
+		rule *unixsock.Rule
+	}{{"peers.broker", c.Peers.Broker}, {"peers.admin", c.Peers.Admin}} {
+		if p.rule == nil {
+			continue
+		}
+		if err := p.rule.Resolve(); err != nil {
+			return bad(p.key, p.key+": "+err.Error())
+		}
 	}
 	return nil
 }

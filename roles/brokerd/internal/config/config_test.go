@@ -40,7 +40,7 @@ func TestParseFull(t *testing.T) {
 	wd, _ := os.Getwd()
 	want := Config{Paths{"/srv/bx", "/srv/grants", DefaultSecrets},
 		Sockets{Broker: "/srv/bx/b.sock", Admin: "/srv/bx/a.sock", Gateway: "/srv/bx/run/broker-gateway/gateway.sock", MaxBrokerConnections: 7, MaxAdminConnections: 3, RequestTimeoutMs: 500},
-		Approvals{100}, podman.DefaultConfig(), filepath.Join(wd, "brokerd.toml")}
+		Approvals{100}, podman.DefaultConfig(), Peers{}, filepath.Join(wd, "brokerd.toml")}
 	if c != want {
 		t.Fatalf("got %+v, want %+v", c, want)
 	}
@@ -117,6 +117,12 @@ func TestParseRefuses(t *testing.T) {
 			"brokerd.toml:4: sockets.gateway must be a socket of its own"},
 		{"gateway is a number", "[sockets]\ngateway = 1\n", `brokerd.toml:2: "sockets.gateway" must be a string`},
 		{"gateway case variant", "[sockets]\nGateway = \"/g\"\n", `brokerd.toml:2: unknown key "sockets.Gateway"`},
+		{"unknown peer user", "[peers]\nadmin = { group = \"root\" }\nbroker = { user = \"bx-no-such-user\" }\n", `brokerd.toml:3: peers.broker: there is no user "bx-no-such-user" on this system`},
+		{"unknown peer group", "[peers]\nadmin = { group = \"bx-no-such-group\" }\n", `brokerd.toml:2: peers.admin: there is no group "bx-no-such-group" on this system`},
+		{"peer user and group", "[peers.admin]\nuser = \"root\"\ngroup = \"root\"\n", `brokerd.toml:1: peers.admin: give one of user = "name" or group = "name", not both`},
+		{"peer rule not a table", "[peers]\nbroker = \"root\"\n", `brokerd.toml:2: "peers.broker" must be a table`},
+		{"peer rule unknown key", "[peers]\nbroker = { uid = 0 }\n", `brokerd.toml:2: unknown key "peers.broker.uid"`},
+		{"peers for the gateway", "[peers]\ngateway = { user = \"root\" }\n", `brokerd.toml:2: unknown key "peers.gateway"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("brokerd.toml", []byte(tc.text), env(nil))
@@ -125,6 +131,14 @@ func TestParseRefuses(t *testing.T) {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestParsePeers: [peers] is optional; its rules are resolved to ids.
+func TestParsePeers(t *testing.T) {
+	c, err := Parse("brokerd.toml", []byte("[peers]\nbroker = { user = \"nobody\" }\nadmin = { group = \"nogroup\" }\n"), env(nil))
+	if err != nil || c.Peers.Broker.String() != "user nobody (uid 65534)" || c.Peers.Admin.String() != "group nogroup (gid 65534)" {
+		t.Fatalf("with [peers]: %+v %v", c.Peers, err)
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"boxmaker/roles/brokerd/internal/runner"
 	"boxmaker/roles/brokerd/internal/state"
 	"boxmaker/runbook"
+	"boxmaker/unixsock"
 	"boxmaker/wire"
 )
 
@@ -76,7 +77,7 @@ type Server struct {
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	lns    []*net.UnixListener
+	lns    []*unixsock.Listener
 	slots  []*slots // each listener's connection cap
 }
 
@@ -190,12 +191,16 @@ func Start(o Options) (*Server, error) {
 		Runtime: o.Runtime, TTL: time.Duration(cfg.Approvals.TTLMs) * time.Millisecond, Now: now, Log: s.log}
 	s.admin = &admin.Admin{Grants: grants, Approvals: table, Now: now}
 
+	// Each socket is 0600 in a directory of its own, 0660 in a deployed
+	// pair directory, and lets through only the client [peers] names.
 	for _, l := range []struct {
 		sock socket
 		path string
-	}{{brokerSock, cfg.Sockets.Broker}, {adminSock, cfg.Sockets.Admin}} {
-		ln, err := listen(l.sock.name, l.path)
+		peer *unixsock.Rule
+	}{{brokerSock, cfg.Sockets.Broker, cfg.Peers.Broker}, {adminSock, cfg.Sockets.Admin, cfg.Peers.Admin}} {
+		ln, err := unixsock.Listen(l.path, l.peer, func(line string) { s.log("brokerd: " + line) })
 		if err != nil {
+			err = fmt.Errorf("%s: %w; %s", l.sock.name, err, runbook.See("socket-unavailable"))
 			for _, ln := range s.lns {
 				ln.Close()
 			}
@@ -359,7 +364,7 @@ func defaultSockets(c *config.Sockets) {
 // accept serves ln until ctx ends, each connection on its own goroutine:
 // an idle handler's, or a new one. A connection over the socket's cap is
 // answered with an error frame and closed at once.
-func (s *Server) accept(ctx context.Context, ln *net.UnixListener, sock socket, sl *slots) {
+func (s *Server) accept(ctx context.Context, ln *unixsock.Listener, sock socket, sl *slots) {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	// Handlers waiting for their next connection.

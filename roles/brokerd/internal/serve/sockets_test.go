@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"boxmaker/unixsock"
 	"boxmaker/wire"
 )
 
@@ -96,12 +97,12 @@ func TestStaleSocketIsRemoved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := listen("s.sock", path); err == nil || !strings.Contains(err.Error(), "is in use") {
+	if _, err := unixsock.Listen(path, nil, nil); err == nil || !strings.Contains(err.Error(), "is in use") {
 		t.Fatalf("listen over a live socket: %v", err)
 	}
 	old.SetUnlinkOnClose(false)
 	old.Close()
-	ln, err := listen("s.sock", path)
+	ln, err := unixsock.Listen(path, nil, nil)
 	if err != nil {
 		t.Fatalf("listen over a stale socket: %v", err)
 	}
@@ -109,7 +110,7 @@ func TestStaleSocketIsRemoved(t *testing.T) {
 	if err := os.WriteFile(path, []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := listen("s.sock", path); err == nil || !strings.Contains(err.Error(), "is not a socket") {
+	if _, err := unixsock.Listen(path, nil, nil); err == nil || !strings.Contains(err.Error(), "is not a socket") {
 		t.Fatalf("listen over a file: %v", err)
 	}
 }

@@ -15,6 +15,9 @@
 //	[paths]
 //	home = "/var/lib/boxmaker"   # gatewayd keeps gateway/state.json under it
 //
+//	[peers]
+//	gateway = { user = "boxmaker-brokerd" }   # optional: the only client gateway.sock lets in
+//
 // The token never appears in this file: only the path of the file that
 // holds it.
 package config
@@ -27,6 +30,7 @@ import (
 	"strings"
 
 	"boxmaker/runbook"
+	"boxmaker/unixsock"
 	"boxmaker/wire"
 )
 
@@ -35,6 +39,14 @@ type Config struct {
 	Mattermost Mattermost `toml:"mattermost"`
 	Sockets    Sockets    `toml:"sockets"`
 	Paths      Paths      `toml:"paths"`
+	Peers      Peers      `toml:"peers"`
+}
+
+// Peers names the only client of gateway.sock (brokerd's user when
+// deployed), checked with SO_PEERCRED on every connection; absent, any
+// client the socket's file modes let in is served.
+type Peers struct {
+	Gateway *unixsock.Rule `toml:"gateway"`
 }
 
 // Mattermost is the server, the bot's token file and the owners.
@@ -140,6 +152,13 @@ func (c *Config) check(file string, data []byte) error {
 	}
 	if c.Sockets.Gateway == c.Sockets.Loop {
 		return bad("sockets", "[sockets] gateway and loop must be two different sockets")
+	}
+	// Names become ids once, here: an unknown one stops gatewayd now, not
+	// at brokerd's first connection.
+	if r := c.Peers.Gateway; r != nil {
+		if err := r.Resolve(); err != nil {
+			return bad("peers.gateway", "[peers] gateway: "+err.Error())
+		}
 	}
 	return nil
 }

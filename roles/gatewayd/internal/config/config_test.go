@@ -30,6 +30,17 @@ func TestParseGood(t *testing.T) {
 	}
 }
 
+func TestParsePeers(t *testing.T) {
+	c, err := Parse("gatewayd.toml", []byte(good))
+	if err != nil || c.Peers.Gateway != nil {
+		t.Fatalf("without [peers]: %+v %v", c.Peers, err)
+	}
+	c, err = Parse("gatewayd.toml", []byte(good+"[peers]\ngateway = { user = \"nobody\" }\n"))
+	if err != nil || c.Peers.Gateway == nil || c.Peers.Gateway.String() != "user nobody (uid 65534)" {
+		t.Fatalf("with [peers]: %+v %v", c.Peers, err)
+	}
+}
+
 func TestDefaults(t *testing.T) {
 	c, err := Parse("g.toml", []byte("[mattermost]\nurl = \"http://127.0.0.1:8065\"\ntoken_file = \"/t\"\nowners = [\""+owner+"\"]\n[paths]\nhome = \"/h\"\n"))
 	if err != nil {
@@ -59,6 +70,10 @@ func TestParseRefuses(t *testing.T) {
 		{"relative socket", strings.Replace(good, `gateway = "/var`, `gateway = "var`, 1), "absolute"},
 		{"long socket", strings.Replace(good, "/var/lib/boxmaker/run/broker-gateway", "/"+strings.Repeat("d", 120), 1), "at most 107"},
 		{"same socket", strings.Replace(good, "broker-gateway/gateway.sock", "gateway-loop/loop.sock", 1), "different"},
+		{"unknown peer user", good + "[peers]\ngateway = { user = \"bx-no-such-user\" }\n", `gatewayd.toml:9: [peers] gateway: there is no user "bx-no-such-user" on this system`},
+		{"peer group unknown", good + "[peers]\ngateway = { group = \"bx-no-such-group\" }\n", `gatewayd.toml:9: [peers] gateway: there is no group "bx-no-such-group"`},
+		{"peer rule empty", good + "[peers]\ngateway = {}\n", `gatewayd.toml:9: [peers] gateway: give one of user = "name" or group = "name"`},
+		{"peer rule for loop", good + "[peers]\nloop = { user = \"root\" }\n", `gatewayd.toml:9: unknown key "peers.loop"`},
 	} {
 		_, err := Parse("gatewayd.toml", []byte(tc.edit))
 		if err == nil {

@@ -11,10 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	"boxmaker/runbook"
@@ -31,41 +28,6 @@ const (
 	RequestTimeout = 30 * time.Second
 	WriteTimeout   = 30 * time.Second
 )
-
-// Listen makes loop.sock at path: its directory is created 0700 if missing
-// (an existing one keeps its mode: it may be shared with a client's group),
-// a stale socket left by a crash is removed, and the socket is 0600. A
-// socket another loopd still answers on is not removed.
-func Listen(path string) (*net.UnixListener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("loop.sock: %w", err)
-	}
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("loop.sock: %s exists and is not a socket; not removing it", path)
-		}
-		c, err := net.DialTimeout("unix", path, time.Second)
-		if err == nil {
-			c.Close()
-			return nil, fmt.Errorf("loop.sock: %s is in use: is another loopd running?", path)
-		}
-		if !errors.Is(err, syscall.ECONNREFUSED) {
-			return nil, fmt.Errorf("loop.sock: %s exists and cannot be checked: %w", path, err)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("loop.sock: removing the stale socket: %w", err)
-		}
-	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
-	if err != nil {
-		return nil, fmt.Errorf("loop.sock: %w", err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("loop.sock: %w", err)
-	}
-	return ln, nil
-}
 
 // Server answers connections with say.
 type Server struct {

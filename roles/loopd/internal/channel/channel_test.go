@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/unixsock"
 	"boxmaker/wire"
 )
 
@@ -30,7 +31,7 @@ func shortDir(t *testing.T) string {
 func serve(t *testing.T, say SayFunc) (string, *[]string) {
 	t.Helper()
 	path := filepath.Join(shortDir(t), "run", "loop.sock")
-	ln, err := Listen(path)
+	ln, err := unixsock.Listen(path, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,19 +194,19 @@ func TestListen(t *testing.T) {
 	}
 	ln.SetUnlinkOnClose(false)
 	ln.Close()
-	ln2, err := Listen(path)
+	ln2, err := unixsock.Listen(path, nil, nil)
 	if err != nil {
 		t.Fatalf("stale socket: %v", err)
 	}
 	defer ln2.Close()
 	// A live one is not.
-	if _, err := Listen(path); err == nil || !strings.Contains(err.Error(), "is in use") {
+	if _, err := unixsock.Listen(path, nil, nil); err == nil || !strings.Contains(err.Error(), "is in use") {
 		t.Fatalf("live socket: %v", err)
 	}
 	// Nor is a file that is not a socket.
 	other := filepath.Join(dir, "file")
 	os.WriteFile(other, nil, 0o600)
-	if _, err := Listen(other); err == nil || !strings.Contains(err.Error(), "is not a socket") {
+	if _, err := unixsock.Listen(other, nil, nil); err == nil || !strings.Contains(err.Error(), "is not a socket") {
 		t.Fatalf("regular file: %v", err)
 	}
 }

@@ -23,6 +23,10 @@
 //	[broker]
 //	socket = "/var/lib/boxmaker/run/loop-broker/broker.sock"   # optional
 //
+//	[peers]                                 # optional: the only client of each socket
+//	socket = { group = "boxmaker-owner" }    # of [listen] socket
+//	gateway = { user = "boxmaker-gatewayd" } # of [listen] gateway
+//
 // There is no slot key: loopd spreads its sessions over every slot the
 // model server reports (total_slots in /props). A file that still sets
 // [model] slot is refused (RetiredSlot).
@@ -35,6 +39,7 @@ import (
 	"time"
 
 	"boxmaker/runbook"
+	"boxmaker/unixsock"
 	"boxmaker/wire"
 )
 
@@ -44,6 +49,17 @@ type Config struct {
 	Model  Model  `toml:"model"`
 	Listen Listen `toml:"listen"`
 	Broker Broker `toml:"broker"`
+	Peers  Peers  `toml:"peers"`
+}
+
+// Peers names the only client of each socket loopd listens on, checked
+// with SO_PEERCRED on every connection (unixsock.Rule). A socket without
+// a rule serves any client its file modes let in.
+type Peers struct {
+	// Socket is [listen] socket's client: the owner's group, deployed.
+	Socket *unixsock.Rule `toml:"socket"`
+	// Gateway is [listen] gateway's client: gatewayd's user, deployed.
+	Gateway *unixsock.Rule `toml:"gateway"`
 }
 
 // Paths says where loopd keeps its state.
@@ -207,7 +223,31 @@ func (c *Config) check(file string, data []byte) error {
 	case c.Model.SystemPrompt != "" && c.Model.SystemPromptFile != "":
 		return bad("model.system_prompt_file", "[model] system_prompt and system_prompt_file are exclusive")
 	}
-	return c.checkListen(bad)
+	if err := c.checkListen(bad); err != nil {
+		return err
+	}
+	return c.checkPeers(bad)
+}
+
+// checkPeers resolves the [peers] names to ids, once: an unknown one stops
+// loopd now, not at its first client. A rule for a socket loopd does not
+// listen on is refused: it would protect nothing.
+func (c *Config) checkPeers(bad func(key, problem string) error) error {
+	if c.Peers.Gateway != nil && c.Listen.Gateway == "" {
+		return bad("peers.gateway", "[peers] gateway names the client of [listen] gateway, which is not set")
+	}
+	for _, p := range []struct {
+		key, name string
+		rule      *unixsock.Rule
+	}{{"peers.socket", "[peers] socket", c.Peers.Socket}, {"peers.gateway", "[peers] gateway", c.Peers.Gateway}} {
+		if p.rule == nil {
+			continue
+		}
+		if err := p.rule.Resolve(); err != nil {
+			return bad(p.key, p.name+": "+err.Error())
+		}
+	}
+	return nil
 }
 
 // checkListen checks the paths loopd listens on, each alike: absolute (a

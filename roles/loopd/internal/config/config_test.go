@@ -79,6 +79,18 @@ func TestParseGateway(t *testing.T) {
 	}
 }
 
+// TestParsePeers: [peers] is optional; its rules are resolved to ids.
+func TestParsePeers(t *testing.T) {
+	c, err := Parse("loopd.toml", []byte(good))
+	if err != nil || c.Peers.Socket != nil || c.Peers.Gateway != nil {
+		t.Fatalf("without [peers]: %+v %v", c.Peers, err)
+	}
+	c, err = Parse("loopd.toml", []byte(withGateway(`"/g/loop.sock"`)+"[peers]\nsocket = { group = \"nogroup\" }\ngateway = { user = \"nobody\" }\n"))
+	if err != nil || c.Peers.Socket.String() != "group nogroup (gid 65534)" || c.Peers.Gateway.String() != "user nobody (uid 65534)" {
+		t.Fatalf("with [peers]: %+v %v", c.Peers, err)
+	}
+}
+
 func TestParseRefuses(t *testing.T) {
 	for _, tc := range []struct{ name, text, want string }{
 		{"unknown key", good + "\n[model2]\nx = 1\n", `loopd.toml:15: unknown key "model2"`},
@@ -106,6 +118,13 @@ func TestParseRefuses(t *testing.T) {
 		{"gateway is the broker's", withGateway(`"/var/lib/boxmaker/run/loop-broker/broker.sock"`), "loopd.toml:11: [listen] gateway and [broker] socket must be different sockets"},
 		{"gateway is the model's", withGateway(`"/var/lib/boxmaker/run/loop-infer/infer.sock"`), "loopd.toml:11: [listen] gateway and [model] socket must be different sockets"},
 		{"gateway not a string", withGateway("1"), `loopd.toml:11: "listen.gateway" must be a string`},
+		{"unknown peer user", good + "\n[peers]\nsocket = { user = \"bx-no-such-user\" }\n", `loopd.toml:16: [peers] socket: there is no user "bx-no-such-user" on this system`},
+		{"peer user and group", good + "\n[peers]\nsocket = { user = \"root\", group = \"root\" }\n", `loopd.toml:16: [peers] socket: give one of user = "name" or group = "name", not both`},
+		{"peer rule not a table", good + "\n[peers]\nsocket = \"root\"\n", `loopd.toml:16: "peers.socket" must be a table`},
+		{"peer rule unknown key", good + "\n[peers]\nsocket = { gid = 0 }\n", `loopd.toml:16: unknown key "peers.socket.gid"`},
+		{"peers for the broker", good + "\n[peers]\nbroker = { user = \"root\" }\n", `loopd.toml:16: unknown key "peers.broker"`},
+		{"peers gateway without a gateway", good + "\n[peers]\ngateway = { user = \"root\" }\n", "loopd.toml:16: [peers] gateway names the client of [listen] gateway, which is not set"},
+		{"unknown peer group for the gateway", withGateway(`"/g/loop.sock"`) + "\n[peers]\ngateway = { group = \"bx-no-such-group\" }\n", `loopd.toml:17: [peers] gateway: there is no group "bx-no-such-group" on this system`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("loopd.toml", []byte(tc.text))

@@ -21,6 +21,7 @@ import (
 	"boxmaker/roles/loopd/internal/specials"
 	"boxmaker/roles/loopd/internal/tools"
 	"boxmaker/runbook"
+	"boxmaker/unixsock"
 )
 
 // Options are what Run needs besides the context.
@@ -65,7 +66,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	lns, err := listen(cfg.Listen.Sockets())
+	lns, err := listen(cfg, say)
 	if err != nil {
 		return err
 	}
@@ -106,17 +107,27 @@ func Run(ctx context.Context, o Options) error {
 }
 
 // listen makes every socket loopd serves the channel protocol on (the
-// owner's, and gatewayd's when configured), each as channel.Listen makes
-// it. If one fails, those already made are closed, which removes them.
-func listen(paths []string) ([]net.Listener, error) {
+// owner's, and gatewayd's when configured) with unixsock.Listen: 0600 in
+// a directory of its own, 0660 in a deployed pair directory, and only the
+// client its [peers] rule names let through (refusals go to log). If one
+// fails, those already made are closed, which removes them.
+func listen(cfg config.Config, log func(string)) ([]net.Listener, error) {
+	type sock struct {
+		path string
+		peer *unixsock.Rule
+	}
+	socks := []sock{{cfg.Listen.Socket, cfg.Peers.Socket}}
+	if cfg.Listen.Gateway != "" {
+		socks = append(socks, sock{cfg.Listen.Gateway, cfg.Peers.Gateway})
+	}
 	var lns []net.Listener
-	for _, p := range paths {
-		ln, err := channel.Listen(p)
+	for _, s := range socks {
+		ln, err := unixsock.Listen(s.path, s.peer, log)
 		if err != nil {
 			for _, l := range lns {
 				l.Close()
 			}
-			return nil, err
+			return nil, fmt.Errorf("loop.sock: %w; %s", err, runbook.See("socket-unavailable"))
 		}
 		lns = append(lns, ln)
 	}
