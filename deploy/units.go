@@ -41,6 +41,7 @@ var hardening = []Setting{
 	{"ProtectControlGroups", "yes"},
 	{"ProtectClock", "yes"},
 	{"ProtectHostname", "yes"},
+	{"PrivateMounts", "yes"},
 	{"ProtectProc", "invisible"},
 	{"RestrictNamespaces", "yes"},
 	{"RestrictRealtime", "yes"},
@@ -112,7 +113,8 @@ func (b *builder) units() {
 // forbid: newuidmap and newgidmap are setuid (so no NoNewPrivileges, no
 // capability bound), and it makes user, mount and network namespaces.
 func (b *builder) toolsUnit() ([]string, []Setting) {
-	exec := []string{"/usr/bin/podman", "system", "service", "--time=0", "unix://" + b.home("run", "broker-tools", "podman.sock")}
+	sock := b.home("run", "broker-tools", "podman.sock")
+	exec := []string{"/usr/bin/podman", "system", "service", "--time=0", "unix://" + sock}
 	return exec, []Setting{
 		{"Environment", "HOME=" + b.home("tools")},
 		{"Environment", "XDG_RUNTIME_DIR=/run/" + b.name("tools")},
@@ -130,6 +132,11 @@ func (b *builder) toolsUnit() ([]string, []Setting) {
 		{"LockPersonality", "yes"},
 		{"SystemCallArchitectures", "native"},
 		{"UMask", "0077"},
+		// Podman makes its API socket 0600 whatever the umask, and has no
+		// option for it: once it exists, it is made 0660 for brokerd's pair
+		// group (the setgid directory's). The unit counts as started only
+		// after this, so brokerd (After=) never finds it closed.
+		{"ExecStartPost", fmt.Sprintf(`/bin/sh -c "until [ -S %s ]; do sleep 0.1; done; chmod 0660 %s"`, sock, sock)},
 		{"Delegate", "yes"},
 		{"KillMode", "mixed"},
 	}

@@ -224,6 +224,9 @@ func (h *Harness) startDeployed(ctx context.Context) error {
 	if err := h.waitSocket(ctx, p, sock); err != nil {
 		return err
 	}
+	if err := h.toolsStartPost(ctx); err != nil {
+		return err
+	}
 	cmd := exec.CommandContext(ctx, h.roleBin("brokerd"), "image", "build", "--config", h.etc("brokerd.toml"))
 	cred, err := h.credFor("image")
 	if err != nil {
@@ -294,4 +297,32 @@ func processesOf(uid string) []int {
 		}
 	}
 	return pids
+}
+
+// toolsStartPost runs the tools unit's ExecStartPost= as the tools user, as
+// systemd would: it makes Podman's socket reachable by brokerd's group.
+func (h *Harness) toolsStartPost(ctx context.Context) error {
+	for _, u := range h.o.Deployed.Plan.Units {
+		for _, st := range u.Service {
+			if u.Role != "tools" || st.Key != "ExecStartPost" {
+				continue
+			}
+			script, ok := strings.CutPrefix(st.Value, `/bin/sh -c "`)
+			if !ok || !strings.HasSuffix(script, `"`) {
+				return fmt.Errorf("harness: the tools unit's ExecStartPost= is not /bin/sh -c \"...\": %s", st.Value)
+			}
+			cmd := exec.CommandContext(ctx, "/bin/sh", "-c", strings.TrimSuffix(script, `"`))
+			cred, err := h.credFor("podman")
+			if err != nil {
+				return err
+			}
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+			cmd.Env = h.deployedEnv("podman")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("harness: the tools unit's ExecStartPost=: %w: %s", err, out)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("harness: the plan's tools unit has no ExecStartPost=")
 }
