@@ -66,7 +66,7 @@ func testRuntime(t testing.TB, edit func(*Config)) *Runtime {
 	if edit != nil {
 		edit(&cfg)
 	}
-	r, err := newRuntime(context.Background(), cfg, testLog{t}, testScope, testProfile(t))
+	r, err := newRuntime(context.Background(), cfg, testLog{t}, testScope, testProfile(t), "")
 	if err != nil {
 		t.Fatal(err)
 	}

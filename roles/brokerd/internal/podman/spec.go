@@ -82,7 +82,14 @@ func specFor(cfg Config, c container) *specgen.SpecGenerator {
 	s.NetNS = specgen.Namespace{NSMode: specgen.NoNetwork}
 	s.UseImageHosts = &t
 	s.UseImageResolvConf = &t
-	if cfg.UserNS != "" {
+	switch cfg.UserNS {
+	case "":
+	case "auto":
+		// 65536 ids, 0 to 65535 inside, each mapped to a host id of
+		// this container's alone (a [podman] user above them fails at
+		// create).
+		s.UserNS = specgen.Namespace{NSMode: specgen.Auto, Value: "size=65536"}
+	default:
 		s.UserNS = specgen.Namespace{NSMode: specgen.NamespaceMode(cfg.UserNS)}
 	}
 	s.User = cfg.User
