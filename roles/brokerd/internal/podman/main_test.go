@@ -15,6 +15,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// Run as brokerd's user by TestRootlessToolsUser: brokerd's side only.
+	if spec := os.Getenv(childEnv); spec != "" {
+		os.Exit(runChild(spec))
+	}
 	code := m.Run()
 	podmantest.Stop()
 	if profile.dir != "" {
