@@ -259,7 +259,9 @@ func runAsBrokerd(t *testing.T, h *toolsHost, spec childSpec) childReport {
 	}
 	// The go build cache's directory is root's alone.
 	bin := filepath.Join(h.home, "podman.test")
-	copyFile(t, self, bin, 0o755)
+	if _, err := os.Stat(bin); err != nil {
+		copyFile(t, self, bin, 0o755)
+	}
 	b, _ := json.Marshal(spec)
 	cmd := exec.Command(bin)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", childEnv + "=" + string(b)}
