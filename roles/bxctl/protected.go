@@ -23,6 +23,7 @@ import (
 var homeParts = []string{
 	"audit", "broker", "broker/sessions", "sessions", "memory", "index", "gateway", "run",
 	"run/loop-broker", "run/owner-broker", "run/loop-infer", "run/broker-gateway", "run/owner-loop", "run/gateway-loop",
+	"run/broker-tools", "run/tools-broker", "tools",
 }
 
 // usualProtected are boxmaker's and Podman's places outside the home in

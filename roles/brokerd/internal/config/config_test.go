@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -41,8 +42,30 @@ func TestParseFull(t *testing.T) {
 	want := Config{Paths{"/srv/bx", "/srv/grants", DefaultSecrets},
 		Sockets{Broker: "/srv/bx/b.sock", Admin: "/srv/bx/a.sock", Gateway: "/srv/bx/run/broker-gateway/gateway.sock", MaxBrokerConnections: 7, MaxAdminConnections: 3, RequestTimeoutMs: 500},
 		Approvals{100}, podman.DefaultConfig(), Peers{}, filepath.Join(wd, "brokerd.toml")}
-	if c != want {
+	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("got %+v, want %+v", c, want)
+	}
+}
+
+// TestPodmanAcceptsLimits: the limits brokerd.toml accepts unenforced are
+// read as written; the default accepts none.
+func TestPodmanAcceptsLimits(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want []string
+	}{
+		{"", nil},
+		{"[podman]\naccept_unenforced = []\n", []string{}},
+		{"[podman]\naccept_unenforced = [\"memory\", \"pids\", \"cpu\"]\n", []string{"memory", "pids", "cpu"}},
+		{"[podman]\naccept_unenforced = [\"nofile\", \"fsize\"]\nshared_dir = \"/srv/bx/run/tools-broker\"\nuserns = \"auto\"\n", []string{"nofile", "fsize"}},
+	} {
+		c, err := Parse("brokerd.toml", []byte(tc.text), env(nil))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.text, err)
+		}
+		if !reflect.DeepEqual(c.Podman.AcceptUnenforced, tc.want) {
+			t.Errorf("%q: %#v, want %#v", tc.text, c.Podman.AcceptUnenforced, tc.want)
+		}
 	}
 }
 
@@ -68,7 +91,7 @@ func TestDefaults(t *testing.T) {
 				Approvals: Approvals{900000},
 				Podman:    podman.DefaultConfig(),
 			}
-			if c != want {
+			if !reflect.DeepEqual(c, want) {
 				t.Fatalf("got %+v, want %+v", c, want)
 			}
 		})
@@ -96,6 +119,10 @@ func TestParseRefuses(t *testing.T) {
 		{"case variant key", strings.Replace(full, "home =", "Home =", 1), `brokerd.toml:3: unknown key "paths.Home"`},
 		{"case variant table", strings.Replace(full, "[sockets]", "[Sockets]", 1), `brokerd.toml:6: unknown key "Sockets"`},
 		{"podman case variant", full + "[podman]\nImage = \"x\"\n", `brokerd.toml:17: unknown key "podman.Image"`},
+		{"unknown limit accepted", "[podman]\naccept_unenforced = [\"swap\"]\n", `brokerd.toml:1: [podman] accept_unenforced: "swap" is not a limit brokerd checks; it may name memory, pids, cpu, nofile, fsize`},
+		{"accepted limit not a list", "[podman]\naccept_unenforced = \"memory\"\n", `brokerd.toml:2: cannot decode TOML string into struct field podman.Config.AcceptUnenforced of type []string`},
+		{"accepted limit twice", "[podman]\naccept_unenforced = [\"memory\", \"memory\"]\n", `brokerd.toml:1: [podman] accept_unenforced names "memory" twice`},
+		{"never acceptable", "[podman]\naccept_unenforced = [\"capeff\"]\n", `brokerd.toml:1: [podman] accept_unenforced: "capeff" is not a limit brokerd checks`},
 		{"value for a table", "paths = 1\n", `brokerd.toml:1: "paths" must be a table`},
 		{"duplicate key", "[paths]\nhome = \"/a\"\nhome = \"/b\"\n", "brokerd.toml:3: key home is already defined"},
 		{"wrong type", "[approvals]\nttl_ms = \"soon\"\n", `brokerd.toml:2: "approvals.ttl_ms" must be an integer`},

@@ -30,6 +30,9 @@ var HomeParts = []struct{ Rel, What string }{
 	{"run/broker-gateway", "gateway.sock's directory"},
 	{"run/owner-loop", "loop.sock's directory (bxctl)"},
 	{"run/gateway-loop", "loop.sock's directory (gatewayd)"},
+	{"run/broker-tools", "the tools' Podman socket's directory"},
+	{"run/tools-broker", "brokerd's files for the tools' Podman service"},
+	{"tools", "the tools' Podman storage"},
 }
 
 // roleConfigs are the other roles' config files, by their usual names,
@@ -78,6 +81,12 @@ func (c Config) Protected() []policy.ProtectedPath {
 	}
 	if sock, ok := strings.CutPrefix(c.Podman.Socket, "unix://"); ok && filepath.IsAbs(sock) {
 		ps = append(ps, policy.ProtectedPath{Path: filepath.Dir(sock), What: "the Podman service's socket directory"})
+	}
+	if c.Podman.SharedDir != "" {
+		// The seccomp profile the service applies, and the calls' egress
+		// sockets: a tool that could write there could loosen the next
+		// container's filter.
+		ps = append(ps, policy.ProtectedPath{Path: c.Podman.SharedDir, What: "the directory brokerd shares with the Podman service"})
 	}
 	for _, p := range podmanStorage {
 		ps = append(ps, policy.ProtectedPath{Path: p, What: "Podman's storage"})

@@ -16,7 +16,7 @@ import (
 func TestProtected(t *testing.T) {
 	text := "[paths]\nhome = \"/srv/bx\"\ngrants = \"/srv/grants\"\nsecrets = \"/srv/secrets\"\n" +
 		"[sockets]\nbroker = \"/run/bx/lb/broker.sock\"\nadmin = \"/run/bx/ob/admin.sock\"\ngateway = \"/run/bx/bg/gateway.sock\"\n" +
-		"[podman]\nsocket = \"unix:///run/pm/podman.sock\"\n"
+		"[podman]\nsocket = \"unix:///run/pm/podman.sock\"\nshared_dir = \"/run/bx/tb\"\n"
 	c, err := Parse("/etc/bx/brokerd.toml", []byte(text), env(nil))
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +31,7 @@ func TestProtected(t *testing.T) {
 	for _, want := range []string{"/srv/bx", "/srv/bx/audit", "/srv/bx/broker/sessions", "/srv/bx/sessions", "/srv/bx/memory",
 		"/srv/bx/run/loop-infer", "/srv/grants", "/srv/secrets", "/run/bx/lb", "/run/bx/ob", "/run/bx/bg", "/etc/bx/brokerd.toml",
 		"/etc/bx/loopd.toml", "/etc/bx/inferproxy.toml", "/etc/bx/gatewayd.toml", "/etc/boxmaker", "/run/pm",
-		"/var/lib/containers/storage"} {
+		"/var/lib/containers/storage", "/run/bx/tb"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("%s is not protected; the set is %q", want, got)
 		}

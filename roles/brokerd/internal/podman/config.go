@@ -3,7 +3,9 @@ package podman
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -23,6 +25,9 @@ import (
 //	file_bytes = 67108864
 //	tmpfs_bytes = 67108864
 //	user = "65534:65534"
+//	userns = ""                     # or "keep-id", "auto"
+//	shared_dir = ""                 # for a service run by another user
+//	accept_unenforced = []          # e.g. ["memory", "pids", "cpu"]
 type Config struct {
 	// Socket is the Podman service's API socket, as a unix:// URL.
 	Socket string `toml:"socket"`
@@ -59,10 +64,33 @@ type Config struct {
 	// owner's uid:gid so that write_file and shell write as the owner
 	// (docs/decisions.md, "Who the tools run as").
 	User string `toml:"user"`
-	// UserNS is "" (the service's own user namespace) or "keep-id", for a
-	// rootless service: the owner's uid outside is the same uid inside.
+	// UserNS is "" (the service's own user namespace), "keep-id", for a
+	// rootless service: the service user's uid outside is the same uid
+	// inside, or "auto", for a rootful service: each container gets a user
+	// namespace of its own, on a range of host ids Podman picks that no
+	// other container uses (docs/decisions.md, "Where tool containers
+	// run").
 	UserNS string `toml:"userns"`
+	// SharedDir is where brokerd puts what a Podman service running as
+	// another user must reach: the seccomp profile it reads at every
+	// create, and each http_fetch's egress socket directory, which it
+	// bind-mounts. brokerd must own it; its group is the service user's
+	// alone, and its mode 02710 (setgid: what brokerd makes inside takes
+	// that group). "" keeps them in brokerd's own state directory and the
+	// system's temporary directory, which only a root service can reach.
+	SharedDir string `toml:"shared_dir"`
+	// AcceptUnenforced names limits that brokerd starts without when the
+	// startup probe does not see them enforced: each one seen unenforced
+	// is a warning line at every start instead of a refusal. Only the
+	// names in AcceptableLimits; the default accepts none.
+	AcceptUnenforced []string `toml:"accept_unenforced"`
 }
+
+// AcceptableLimits are the limits accept_unenforced may name: those the
+// probe checks that a kernel may fail to enforce. The rest of what the
+// probe checks (no root, no capabilities, no network, a read-only root,
+// seccomp, the tmpfs mounts) is never accepted.
+var AcceptableLimits = []string{"memory", "pids", "cpu", "nofile", "fsize"}
 
 // Defaults.
 const (
@@ -169,8 +197,21 @@ func (c *Config) Check() error {
 	} else if n, err := strconv.ParseUint(uid, 10, 32); err != nil || n == 0 {
 		bad("user must not be root (uid 0): the tools run unprivileged")
 	}
-	if c.UserNS != "" && c.UserNS != "keep-id" {
-		bad(`userns must be "" or "keep-id"`)
+	if c.UserNS != "" && c.UserNS != "keep-id" && c.UserNS != "auto" {
+		bad(`userns must be "", "keep-id" or "auto"`)
+	}
+	if c.SharedDir != "" && (!filepath.IsAbs(c.SharedDir) || filepath.Clean(c.SharedDir) != c.SharedDir) {
+		bad("shared_dir must be a clean absolute path")
+	}
+	seen := map[string]bool{}
+	for _, l := range c.AcceptUnenforced {
+		switch {
+		case !slices.Contains(AcceptableLimits, l):
+			bad("accept_unenforced: %q is not a limit brokerd checks; it may name %s", l, strings.Join(AcceptableLimits, ", "))
+		case seen[l]:
+			bad("accept_unenforced names %q twice", l)
+		}
+		seen[l] = true
 	}
 	return errors.Join(errs...)
 }

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -77,7 +79,7 @@ func TestConfigCheck(t *testing.T) {
 	if err := c.Check(); err != nil {
 		t.Fatal(err)
 	}
-	if c != DefaultConfig() {
+	if !reflect.DeepEqual(c, DefaultConfig()) {
 		t.Fatalf("defaults: %+v", c)
 	}
 	for _, tc := range []struct {
@@ -95,12 +97,39 @@ func TestConfigCheck(t *testing.T) {
 		{func(c *Config) { c.User = "nobody" }, "user must be a numeric uid:gid"},
 		{func(c *Config) { c.User = "0:0" }, "must not be root"},
 		{func(c *Config) { c.User = "00:1000" }, "must not be root"},
-		{func(c *Config) { c.UserNS = "auto" }, "userns"},
+		{func(c *Config) { c.UserNS = "keep-ids" }, "userns"},
+		{func(c *Config) { c.SharedDir = "run/tools-broker" }, "shared_dir must be a clean absolute path"},
+		{func(c *Config) { c.SharedDir = "/run/x/../tools-broker" }, "shared_dir must be a clean absolute path"},
+		{func(c *Config) { c.AcceptUnenforced = []string{"memory", "uid"} }, `accept_unenforced: "uid" is not a limit brokerd checks`},
+		{func(c *Config) { c.AcceptUnenforced = []string{"Memory"} }, `accept_unenforced: "Memory" is not a limit`},
+		{func(c *Config) { c.AcceptUnenforced = []string{"seccomp"} }, `"seccomp" is not a limit`},
+		{func(c *Config) { c.AcceptUnenforced = []string{""} }, `"" is not a limit`},
+		{func(c *Config) { c.AcceptUnenforced = []string{"pids", "cpu", "pids"} }, `accept_unenforced names "pids" twice`},
 	} {
 		c := DefaultConfig()
 		tc.edit(&c)
 		if err := c.Check(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", c, err, tc.want)
+		}
+	}
+	// What a config may say: each acceptable limit, all of them, the
+	// three user namespace modes, a shared directory.
+	for _, edit := range []func(*Config){
+		func(c *Config) { c.AcceptUnenforced = []string{"memory"} },
+		func(c *Config) { c.AcceptUnenforced = []string{"pids"} },
+		func(c *Config) { c.AcceptUnenforced = []string{"cpu"} },
+		func(c *Config) { c.AcceptUnenforced = []string{"nofile"} },
+		func(c *Config) { c.AcceptUnenforced = []string{"fsize"} },
+		func(c *Config) { c.AcceptUnenforced = slices.Clone(AcceptableLimits) },
+		func(c *Config) { c.AcceptUnenforced = []string{} },
+		func(c *Config) { c.UserNS = "keep-id" },
+		func(c *Config) { c.UserNS = "auto" },
+		func(c *Config) { c.SharedDir = "/var/lib/boxmaker/run/tools-broker" },
+	} {
+		c := DefaultConfig()
+		edit(&c)
+		if err := c.Check(); err != nil {
+			t.Errorf("%+v: %v", c, err)
 		}
 	}
 }

@@ -53,21 +53,14 @@ func instanceScope(dir string) (string, error) {
 	return "brokerd-" + id, nil
 }
 
-// prepareStateDir makes brokerd's Podman state directory: the instance id
-// and the seccomp profile. It is readable by others, so that a Podman
-// service running as another user can read the profile; it holds nothing
-// secret.
-func prepareStateDir(dir string) (scope, profile string, err error) {
+// prepareStateDir makes brokerd's Podman state directory, with the
+// instance id. It holds nothing secret. Without a shared_dir the seccomp
+// profile is written there too (prepareShared).
+func prepareStateDir(dir string) (scope string, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", "", fmt.Errorf("podman: making the state directory: %w", err)
+		return "", fmt.Errorf("podman: making the state directory: %w", err)
 	}
-	if scope, err = instanceScope(dir); err != nil {
-		return "", "", err
-	}
-	if profile, err = writeSeccompProfile(dir); err != nil {
-		return "", "", err
-	}
-	return scope, profile, nil
+	return instanceScope(dir)
 }
 
 // containerFor is a new container of this runtime for tool: its own name,

@@ -15,6 +15,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// Run as brokerd's user by TestRootlessToolsUser: brokerd's side only.
+	if spec := os.Getenv(childEnv); spec != "" {
+		os.Exit(runChild(spec))
+	}
 	code := m.Run()
 	podmantest.Stop()
 	if profile.dir != "" {
@@ -66,7 +70,7 @@ func testRuntime(t testing.TB, edit func(*Config)) *Runtime {
 	if edit != nil {
 		edit(&cfg)
 	}
-	r, err := newRuntime(context.Background(), cfg, testLog{t}, testScope, testProfile(t))
+	r, err := newRuntime(context.Background(), cfg, testLog{t}, testScope, testProfile(t), "")
 	if err != nil {
 		t.Fatal(err)
 	}

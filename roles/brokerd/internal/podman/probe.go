@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -25,12 +26,30 @@ func (r *Runtime) CheckLimits(ctx context.Context) error {
 	if ans.Status != "result" {
 		return fmt.Errorf("%w: the probe failed: %s; %s", ErrLimits, ans.Text, runbook.See("tool-limits-not-enforced"))
 	}
-	seen := parseProbe(ans.Text)
+	return r.judge(parseProbe(ans.Text))
+}
+
+// judge says whether what the probe saw lets brokerd start: a namespace
+// way open or an unenforced limit refuses, unless brokerd.toml accepts
+// that limit, which is then a warning line on the log.
+func (r *Runtime) judge(seen map[string]string) error {
 	if problems := nsProblems(seen); len(problems) > 0 {
 		return fmt.Errorf("%w: %s; %s", ErrNamespaces, strings.Join(problems, "; "), runbook.See("tool-namespaces-allowed"))
 	}
-	if problems := append(r.limitProblems(seen), r.containProblems(seen)...); len(problems) > 0 {
-		return fmt.Errorf("%w: %s; %s", ErrLimits, strings.Join(problems, "; "), runbook.See("tool-limits-not-enforced"))
+	var refused []string
+	for _, p := range append(r.limitProblems(seen), r.containProblems(seen)...) {
+		// Every problem starts with the probe's name for what it saw
+		// (limitProblems, containProblems): "memory is ...".
+		if what, _, _ := strings.Cut(p, " "); slices.Contains(r.cfg.AcceptUnenforced, what) {
+			// Accepted in brokerd.toml: said at every start, never silent.
+			fmt.Fprintf(r.log, "podman: warning: the %s limit is not enforced (%s); brokerd starts because [podman] accept_unenforced names it; %s\n",
+				what, p, runbook.See("tool-limits-accepted"))
+			continue
+		}
+		refused = append(refused, p)
+	}
+	if len(refused) > 0 {
+		return fmt.Errorf("%w: %s; %s", ErrLimits, strings.Join(refused, "; "), runbook.See("tool-limits-not-enforced"))
 	}
 	return nil
 }

@@ -67,21 +67,28 @@ const removeTimeout = 30 * time.Second
 // the runtime: its instance id, which scopes its containers, and the
 // seccomp profile (instance.go).
 func New(ctx context.Context, cfg Config, log io.Writer, stateDir string) (*Runtime, error) {
-	scope, profile, err := prepareStateDir(stateDir)
+	if err := cfg.Check(); err != nil {
+		return nil, fmt.Errorf("podman: [podman] %w", err)
+	}
+	scope, err := prepareStateDir(stateDir)
 	if err != nil {
 		return nil, err
 	}
-	return newRuntime(ctx, cfg, log, scope, profile)
+	profile, egressDir, err := prepareShared(cfg, stateDir)
+	if err != nil {
+		return nil, err
+	}
+	return newRuntime(ctx, cfg, log, scope, profile, egressDir)
 }
 
-func newRuntime(ctx context.Context, cfg Config, log io.Writer, scope, seccomp string) (*Runtime, error) {
+func newRuntime(ctx context.Context, cfg Config, log io.Writer, scope, seccomp, egressDir string) (*Runtime, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, fmt.Errorf("podman: [podman] %w", err)
 	}
 	if log == nil {
 		log = io.Discard
 	}
-	r := &Runtime{cfg: cfg, log: log, scope: scope, seccomp: seccomp}
+	r := &Runtime{cfg: cfg, log: log, scope: scope, seccomp: seccomp, egressDir: egressDir}
 	if err := CheckImage(ctx, cfg); err != nil {
 		return nil, err
 	}
@@ -142,6 +149,9 @@ func (r *Runtime) Run(ctx context.Context, s *runner.RunSpec) (runner.Output, er
 		}
 		// The proxy lives exactly as long as the call.
 		defer proxy.Close()
+		if err := r.openEgressDir(proxy.Path()); err != nil {
+			return runner.Output{}, runner.Unavailable("podman: cannot open the egress proxy's directory to the Podman service: " + err.Error())
+		}
 		c.egress, c.ca = proxy.Path(), proxy.CAPath()
 	}
 	req, err := requestFor(s.Args(), r.cfg.OutputBytes, held.toolkitMounts(), sec)

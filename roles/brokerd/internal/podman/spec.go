@@ -1,7 +1,9 @@
 package podman
 
 import (
+	"github.com/containers/podman/v5/pkg/namespaces"
 	"github.com/containers/podman/v5/pkg/specgen"
+	"github.com/containers/podman/v5/pkg/util"
 	spec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"boxmaker/roles/brokerd/internal/runner"
@@ -82,7 +84,21 @@ func specFor(cfg Config, c container) *specgen.SpecGenerator {
 	s.NetNS = specgen.Namespace{NSMode: specgen.NoNetwork}
 	s.UseImageHosts = &t
 	s.UseImageResolvConf = &t
-	if cfg.UserNS != "" {
+	switch cfg.UserNS {
+	case "":
+	case "auto":
+		// 65536 ids, 0 to 65535 inside, each mapped to a host id of
+		// this container's alone (a [podman] user above them fails at
+		// create).
+		// The namespace mode alone is not enough: the service reads the
+		// request from IDMappings (Podman's CLI fills both the same way).
+		s.UserNS = specgen.Namespace{NSMode: specgen.Auto, Value: "size=65536"}
+		m, err := util.ParseIDMapping(namespaces.UsernsMode("auto:size=65536"), nil, nil, "", "")
+		if err != nil {
+			panic(err) // a constant that parses
+		}
+		s.IDMappings = m
+	default:
 		s.UserNS = specgen.Namespace{NSMode: specgen.NamespaceMode(cfg.UserNS)}
 	}
 	s.User = cfg.User
