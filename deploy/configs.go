@@ -20,7 +20,10 @@ func (b *builder) config(role string) string {
 		w("[paths]\nhome = %q\ngrants = %q\nsecrets = %q\n\n", b.p.Home, b.etc("grants"), b.etc("secrets"))
 		w("[sockets]\nbroker = %q\nadmin = %q\ngateway = %q\n\n", sock("loop-broker", "broker.sock"),
 			sock("owner-broker", "admin.sock"), sock("broker-gateway", "gateway.sock"))
-		w("[podman]\nsocket = %q\n", "unix://"+sock("broker-tools", "podman.sock"))
+		w("[podman]\nsocket = %q\nshared_dir = %q\n", "unix://"+sock("broker-tools", "podman.sock"), b.home("run", "tools-broker"))
+		w("# Rootless Podman enforces no per-call memory, pids or cpu limit on cgroup v1 hosts; there,\n")
+		w("# accept that (the tools unit's own limits bound all calls together):\n")
+		w("# accept_unenforced = [\"memory\", \"pids\", \"cpu\"]\n")
 		w("# The tool image's id: `sudo -u %s brokerd image build --config %s` prints it.\nimage = \"\"\n\n",
 			b.name("brokerd"), b.etc("brokerd.toml"))
 		w("[peers]\nbroker = { user = %q }\nadmin = { group = %q }\n", b.name("loopd"), b.name("owner"))

@@ -38,6 +38,9 @@ func (b *builder) paths() {
 			"holds "+pr.socket+": "+pr.listener+" listens, "+pr.client+" may only search it to connect")
 	}
 
+	b.dir(b.home("run", "tools-broker"), br, tl, "2710", true,
+		"brokerd's files the tools' Podman service reads ([podman] shared_dir): the seccomp profile, each call's egress socket")
+
 	b.dir(b.p.Etc, "root", "root", "0755", false, "configuration, grants and secrets")
 	b.dir(b.etc("grants"), "root", br, "0750", true, "one grant per file; written by the owner as root, read by brokerd only")
 	b.dir(b.etc("secrets"), br, br, "0700", true, "one file per secret; brokerd's alone")

@@ -71,7 +71,7 @@ func (b *builder) units() {
 			[]Setting{{"RestrictAddressFamilies", "AF_UNIX AF_INET AF_INET6"}, {"IPAddressDeny", "any"}, {"IPAddressAllow", "localhost"}}, nil},
 		{"tools", "rootless Podman for boxmaker's tool containers", nil, nil, nil, nil},
 		{"brokerd", "boxmaker's tool broker", []string{"tools"},
-			[]string{b.home("audit"), b.home("broker"), b.home("index"), run("loop-broker"), run("owner-broker")},
+			[]string{b.home("audit"), b.home("broker"), b.home("index"), run("loop-broker"), run("owner-broker"), run("tools-broker")},
 			// http_fetch's egress proxy dials the granted hosts, which are
 			// only known per call: no address list can be fixed here.
 			[]Setting{{"RestrictAddressFamilies", "AF_UNIX AF_INET AF_INET6"}}, nil},
@@ -138,6 +138,12 @@ func (b *builder) toolsUnit() ([]string, []Setting) {
 		// after this, so brokerd (After=) never finds it closed.
 		{"ExecStartPost", fmt.Sprintf(`/bin/sh -c "until [ -S %s ]; do sleep 0.1; done; chmod 0660 %s"`, sock, sock)},
 		{"Delegate", "yes"},
+		// All tool calls together: on cgroup v1 rootless Podman cannot
+		// limit one call, but the service's own cgroup holds (measured:
+		// docs/decisions.md, "Where tool containers run").
+		{"MemoryMax", "1G"},
+		{"TasksMax", "512"},
+		{"CPUQuota", "200%"},
 		{"KillMode", "mixed"},
 	}
 }

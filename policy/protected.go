@@ -64,7 +64,7 @@ func (p *Protected) add(pp ProtectedPath) error {
 		return fmt.Errorf("policy: protected path %q (%s) is not absolute", pp.Path, pp.What)
 	}
 	clean := filepath.Clean(pp.Path)
-	real, err := resolve(clean)
+	real, err := resolveProtected(clean, nil)
 	p.entries = append(p.entries, protectedEntry{what: pp.What, clean: clean, real: real, err: err})
 	return nil
 }
@@ -161,6 +161,22 @@ type lstatResult struct {
 }
 
 func resolveSeen(p string, seen map[string]lstatResult) (string, error) {
+	return resolveIn(p, seen, false)
+}
+
+// resolveProtected is resolve for a protected path: a directory this
+// process may not search ends the resolution like a missing component, and
+// the rest is compared as written. Deployed, brokerd is not root, and
+// Podman's rootful storage (/var/lib/containers/storage, root's 0700) is
+// one of the places it protects. What it may not search it cannot follow a
+// symlink through either, so a grant path that leads there fails its own
+// resolution (and is refused), while one that names it lies inside the
+// path as written.
+func resolveProtected(p string, seen map[string]lstatResult) (string, error) {
+	return resolveIn(p, seen, true)
+}
+
+func resolveIn(p string, seen map[string]lstatResult, deniedEnds bool) (string, error) {
 	done := "" // the resolved prefix; "" is the root
 	todo := p  // what is left, components separated by "/"
 	links := 0
@@ -183,7 +199,7 @@ func resolveSeen(p string, seen map[string]lstatResult) (string, error) {
 			}
 		}
 		err := r.err
-		if err == syscall.ENOENT || err == syscall.ENOTDIR {
+		if err == syscall.ENOENT || err == syscall.ENOTDIR || (deniedEnds && err == syscall.EACCES) {
 			return filepath.Join(next, todo), nil
 		}
 		if err != nil {

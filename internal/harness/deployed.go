@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -193,12 +194,41 @@ func (h *Harness) writeDeployedConfigs(image string) error {
 			seed[filepath.Base(x.Path)] = x.Text
 		}
 	}
+	brokerd := seed["brokerd.toml"]
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil {
+		// cgroup v1: as the seed's comment tells the owner to.
+		brokerd = strings.Replace(brokerd, "# accept_unenforced = ", "accept_unenforced = ", 1)
+	}
 	configs := map[string]string{
-		"brokerd.toml": strings.Replace(seed["brokerd.toml"], "image = \"\"\n",
+		"brokerd.toml": strings.Replace(brokerd, "image = \"\"\n",
 			fmt.Sprintf("image = %q\nuser = \"65534:65534\"\n", image), 1) +
 			fmt.Sprintf("\n[approvals]\nttl_ms = %d\n", h.o.TTLMs),
 		"loopd.toml":      seed["loopd.toml"],
 		"inferproxy.toml": strings.Replace(seed["inferproxy.toml"], "http://127.0.0.1:8080", h.upstream, 1),
+	}
+	if m := h.o.Mattermost; m != nil {
+		// The token as systemd hands it over (LoadCredential=): a file of
+		// gatewayd's user, mode 0400, at the path the seed names, moved
+		// under this harness's root.
+		token := filepath.Join(h.o.Home, "credentials", "mattermost-token")
+		if err := os.MkdirAll(filepath.Dir(token), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(token, []byte(m.Token+"\n"), 0o400); err != nil {
+			return err
+		}
+		if err := chownNames(token, p.UserFor("gatewayd"), p.UserFor("gatewayd")); err != nil {
+			return err
+		}
+		gw := seed["gatewayd.toml"]
+		for old, new := range map[string]string{
+			`url = "https://mattermost.invalid"`: fmt.Sprintf("url = %q", m.URL),
+			"owners = []":                        fmt.Sprintf("owners = [\"%s\"]", strings.Join(m.Owners, `", "`)),
+		} {
+			gw = strings.Replace(gw, old, new, 1)
+		}
+		gw = regexp.MustCompile(`token_file = "[^"]*"`).ReplaceAllString(gw, fmt.Sprintf("token_file = %q", token))
+		configs["gatewayd.toml"] = gw
 	}
 	for name, text := range configs {
 		// In place: the file keeps the owner, group and mode apply gave it.
@@ -250,7 +280,11 @@ func (h *Harness) startDeployed(ctx context.Context) error {
 	if err := h.writeDeployedConfigs(image); err != nil {
 		return err
 	}
-	for _, role := range []string{"inferproxy", "brokerd", "loopd"} {
+	roles := []string{"inferproxy", "brokerd", "loopd"}
+	if h.o.Mattermost != nil {
+		roles = append(roles, "gatewayd")
+	}
+	for _, role := range roles {
 		if err := h.StartRole(ctx, role); err != nil {
 			return err
 		}

@@ -18,6 +18,7 @@ import (
 
 	"boxmaker/deploy"
 	"boxmaker/deploy/deploytest"
+	"boxmaker/internal/fakemm"
 	"boxmaker/internal/harness"
 	"boxmaker/internal/syncbuf"
 )
@@ -47,11 +48,20 @@ func TestDeployed(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(plan.Etc, "gatewayd.token"), []byte("not-a-real-token\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// gatewayd too, against the stand-in Mattermost, so that every role
+	// runs and every socket listens.
+	mm, err := fakemm.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(mm.Close)
+	bot, kyle := mm.AddUser("boxmaker", true), mm.AddUser("kyle", false)
 	log := &syncbuf.Buffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	h, err := harness.Start(ctx, harness.Options{Bin: bin, Home: root, Log: log, TTLMs: 120000,
-		Deployed: &harness.Deployed{Plan: plan, Owner: owner}})
+		Mattermost: &harness.Mattermost{URL: mm.URL(), Token: bot.Token, Owners: []string{kyle.ID}},
+		Deployed:   &harness.Deployed{Plan: plan, Owner: owner}})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}

@@ -132,7 +132,11 @@ func protectedObjs(paths []string, mounts map[uint64]mountEntry) ([]protectedObj
 		at, rest := filepath.Clean(p), ""
 		for {
 			fd, err := unix.Open(at, unix.O_PATH|unix.O_CLOEXEC, 0)
-			if errors.Is(err, unix.ENOENT) && at != "/" {
+			// A path under a directory brokerd may not search (Podman's
+			// rootful storage, root's 0700, when brokerd is not root) is
+			// protected through its nearest parent brokerd can reach, as a
+			// missing one is: a source brokerd could open cannot lie there.
+			if (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EACCES)) && at != "/" {
 				po.exists, rest, at = false, path.Join(filepath.Base(at), rest), filepath.Dir(at)
 				continue
 			}
@@ -165,12 +169,22 @@ func (po *protectedObj) find(f *os.File, at string, mounts map[uint64]mountEntry
 	}
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		po.chain, err = ancestors(f)
-		return err
+		if !errors.Is(err, unix.EACCES) {
+			return err
+		}
+		// Deployed, another role's state directory is its own (0700):
+		// brokerd cannot look up ".." inside it, so the chain above it is
+		// walked from its parent, found by the path it resolved to.
+		if at, err = os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd()))); err != nil {
+			return err
+		}
 	}
-	dir, err := os.Open(filepath.Dir(at))
+	// O_PATH: only search is needed, not read (deployed, the home is 0711).
+	dfd, err := unix.Open(filepath.Dir(at), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return &os.PathError{Op: "open", Path: filepath.Dir(at), Err: err}
 	}
+	dir := os.NewFile(uintptr(dfd), filepath.Dir(at))
 	defer dir.Close()
 	chain, err := ancestors(dir)
 	po.chain = append([]objID{{st.Dev, st.Ino}}, chain...)
