@@ -63,6 +63,13 @@ let
   toolsConfPath = if toolsConf == null then throw "boxmaker: the plan's tools unit names no CONTAINERS_CONF="
     else lib.removePrefix "CONTAINERS_CONF=" toolsConf;
   toolsConfFile = toml.generate "tools-containers.conf" cfg.podmanSettings;
+  # The plan's own file at that path: its text is the option's default,
+  # its owner, group and mode are the file's.
+  planToolsConfPath = lib.removePrefix "CONTAINERS_CONF=" (lib.findFirst (lib.hasPrefix "CONTAINERS_CONF=")
+    (throw "boxmaker: the plan's tools unit names no CONTAINERS_CONF=")
+    (lib.toList (bare.services.${bare.unitName "tools"}.serviceConfig.Environment or [ ])));
+  planToolsConf = lib.findFirst (x: x.path == planToolsConfPath)
+    (throw "boxmaker: the plan holds no ${planToolsConfPath}") plan.paths;
 
   outsideStore = what: types.addCheck types.str (p: lib.hasPrefix "/" p && !lib.hasPrefix builtins.storeDir p) // {
     description = "absolute path of a file outside the Nix store (${what})";
@@ -164,7 +171,8 @@ in
 
     podmanSettings = mkOption {
       type = toml.type;
-      default = { engine = { cgroup_manager = "cgroupfs"; events_logger = "file"; }; };
+      default = builtins.fromTOML planToolsConf.text;
+      defaultText = "the plan's tools-containers.conf";
       description = "The rootless Podman service's containers.conf, at the path the plan's tools unit names.";
     };
   };
@@ -196,7 +204,9 @@ in
     environment.etc = etcFiles // grantFiles // {
       ${mapped.etcRel toolsConfPath} = {
         source = toolsConfFile;
-        mode = "0644";
+        inherit (planToolsConf) mode;
+        user = planToolsConf.owner;
+        inherit (planToolsConf) group;
       };
     };
 
