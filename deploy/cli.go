@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"boxmaker/cmdline"
+	"boxmaker/runbook"
 )
 
 // Main is `boxmaker deploy ...`: plan and apply.
@@ -33,7 +34,7 @@ type where struct {
 func (w where) plan() (Plan, error) {
 	p := Params{Prefix: w.Prefix, Home: w.Home, Etc: w.Etc, Bin: w.Bin, UnitDir: w.UnitDir, TmpfilesDir: w.TmpfilesDir}
 	if err := p.Check(); err != nil {
-		return Plan{}, err
+		return Plan{}, fmt.Errorf("%w; %s", err, runbook.See("deploy-conflict"))
 	}
 	return New(p), nil
 }
