@@ -140,8 +140,10 @@ func (b *builder) toolsUnit() ([]string, []Setting) {
 		// without that, a Podman that cannot start kept the unit, and
 		// brokerd after it, waiting for TimeoutStartSec= (90 s), which a
 		// booted systemd showed (docs/decisions.md, "Units checked under a
-		// booted systemd").
-		{"ExecStartPost", fmt.Sprintf(`/bin/sh -c "until [ -S %s ]; do kill -0 ${MAINPID} || exit 1; sleep 0.1; done; chmod 0660 %s"`, sock, sock)},
+		// booted systemd"). /proc, not kill -0: Podman may still be root,
+		// in systemd's setup before its exec, when this starts (kill -0 is
+		// then refused), and this unit has no ProtectProc= to hide it.
+		{"ExecStartPost", fmt.Sprintf(`/bin/sh -c "until [ -S %s ]; do [ -e /proc/${MAINPID}/stat ] || exit 1; sleep 0.1; done; chmod 0660 %s"`, sock, sock)},
 		{"Delegate", "yes"},
 		{"KillMode", "mixed"},
 	}
