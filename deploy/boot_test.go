@@ -71,6 +71,7 @@ func TestUnitsUnderBootedSystemd(t *testing.T) {
 	w.startAndCrash("loopd")
 	w.checkGatewaydRefuses()
 	w.checkToolsStartPost()
+	w.checkEnableNow()
 	checked := time.Now()
 	off := w.c.poweroff()
 	t.Logf("times: build %v, overlay and apply %v, boot %v, checks %v, poweroff %v; whole test %v",

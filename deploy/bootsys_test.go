@@ -101,7 +101,10 @@ type container struct {
 // boot starts systemd in root and waits until it is up. --keep-unit and
 // --register=no: nspawn then asks nothing of the host's systemd (it is not
 // PID 1 on these machines, and without them nspawn fails with "Failed to
-// open system bus"); --console=read-only, as there is no terminal.
+// open system bus"); --console=read-only, as there is no terminal;
+// --private-network: the container's 127.0.0.1:8080 (the stand-in model)
+// is its own, whatever the host listens on, and nothing inside reaches
+// the host's network.
 func boot(t *testing.T, root string) *container {
 	t.Helper()
 	c := &container{t: t, root: root, name: fmt.Sprintf("bxboot%d", os.Getpid()), log: filepath.Join(filepath.Dir(root), "console.log"),
@@ -111,7 +114,7 @@ func boot(t *testing.T, root string) *container {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	c.cmd = exec.Command("systemd-nspawn", "-D", root, "-b", "--register=no", "--keep-unit", "--console=read-only", "--machine="+c.name)
+	c.cmd = exec.Command("systemd-nspawn", "-D", root, "-b", "--register=no", "--keep-unit", "--console=read-only", "--private-network", "--machine="+c.name)
 	c.cmd.Stdout, c.cmd.Stderr = logf, logf
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := c.cmd.Start(); err != nil {
