@@ -12,7 +12,7 @@ default:
     @{{just_executable()}} --list
 
 # Everything a change must pass, in order; offline once modules are downloaded; never skips.
-gate: podman-setup llama-setup nix-setup && fuzz-short
+gate: podman-setup llama-setup nix-setup systemd-setup && fuzz-short
     go run ./internal/gate gofmt
     go vet ./...
     go tool staticcheck ./...
@@ -61,6 +61,12 @@ llama-setup:
 # file and evaluates the NixOS module's plan mapping without nixpkgs.
 nix-setup:
     .ci/nix-setup
+
+# Install debootstrap and systemd-container and make (or reuse) the Debian 12
+# tree in /var/cache/boxmaker/nspawn (about 90 s the first time), where
+# deploy's tests boot the generated units with systemd-nspawn (as root).
+systemd-setup:
+    .ci/systemd-setup
 
 # Install and configure Podman for the tool runner on Debian 12 (as root).
 podman-setup:

@@ -135,8 +135,15 @@ func (b *builder) toolsUnit() ([]string, []Setting) {
 		// Podman makes its API socket 0600 whatever the umask, and has no
 		// option for it: once it exists, it is made 0660 for brokerd's pair
 		// group (the setgid directory's). The unit counts as started only
-		// after this, so brokerd (After=) never finds it closed.
-		{"ExecStartPost", fmt.Sprintf(`/bin/sh -c "until [ -S %s ]; do sleep 0.1; done; chmod 0660 %s"`, sock, sock)},
+		// after this, so brokerd (After=) never finds it closed. The wait
+		// ends when Podman has exited (systemd puts its pid in ${MAINPID}):
+		// without that, a Podman that cannot start kept the unit, and
+		// brokerd after it, waiting for TimeoutStartSec= (90 s), which a
+		// booted systemd showed (docs/decisions.md, "Units checked under a
+		// booted systemd"). /proc, not kill -0: Podman may still be root,
+		// in systemd's setup before its exec, when this starts (kill -0 is
+		// then refused), and this unit has no ProtectProc= to hide it.
+		{"ExecStartPost", fmt.Sprintf(`/bin/sh -c "until [ -S %s ]; do [ -e /proc/${MAINPID}/stat ] || exit 1; sleep 0.1; done; chmod 0660 %s"`, sock, sock)},
 		{"Delegate", "yes"},
 		// All tool calls together: on cgroup v1 rootless Podman cannot
 		// limit one call, but the service's own cgroup holds (measured:

@@ -254,7 +254,7 @@ func (h *Harness) startDeployed(ctx context.Context) error {
 	if err := h.waitSocket(ctx, p, sock); err != nil {
 		return err
 	}
-	if err := h.toolsStartPost(ctx); err != nil {
+	if err := h.toolsStartPost(ctx, p.cmd.Process.Pid); err != nil {
 		return err
 	}
 	cmd := exec.CommandContext(ctx, h.roleBin("brokerd"), "image", "build", "--config", h.etc("brokerd.toml"))
@@ -335,7 +335,9 @@ func processesOf(uid string) []int {
 
 // toolsStartPost runs the tools unit's ExecStartPost= as the tools user, as
 // systemd would: it makes Podman's socket reachable by brokerd's group.
-func (h *Harness) toolsStartPost(ctx context.Context) error {
+// systemd replaces ${MAINPID} in the line with Podman's pid; here the shell
+// does, from the environment.
+func (h *Harness) toolsStartPost(ctx context.Context, podmanPid int) error {
 	for _, u := range h.o.Deployed.Plan.Units {
 		for _, st := range u.Service {
 			if u.Role != "tools" || st.Key != "ExecStartPost" {
@@ -351,7 +353,7 @@ func (h *Harness) toolsStartPost(ctx context.Context) error {
 				return err
 			}
 			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-			cmd.Env = h.deployedEnv("podman")
+			cmd.Env = append(h.deployedEnv("podman"), "MAINPID="+strconv.Itoa(podmanPid))
 			if out, err := cmd.CombinedOutput(); err != nil {
 				return fmt.Errorf("harness: the tools unit's ExecStartPost=: %w: %s", err, out)
 			}
