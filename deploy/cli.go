@@ -32,7 +32,7 @@ type where struct {
 }
 
 func (w where) plan() (Plan, error) {
-	p := Params{Prefix: w.Prefix, Home: w.Home, Etc: w.Etc, Bin: w.Bin, UnitDir: w.UnitDir, TmpfilesDir: w.TmpfilesDir}
+	p := Params(w) // the same fields, with kong's tags in place of JSON's
 	if err := p.Check(); err != nil {
 		return Plan{}, fmt.Errorf("%w; %s", err, runbook.See("deploy-conflict"))
 	}
