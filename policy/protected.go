@@ -139,7 +139,13 @@ func overlap(g, p string) string {
 // maxLinks bounds the symlinks followed in one path, as the kernel's 40.
 const maxLinks = 40
 
-// resolve returns the clean absolute path p with every symlink in it
+// lstatResult is what one lstat found: the file type, or the error.
+type lstatResult struct {
+	mode uint32
+	err  error
+}
+
+// resolveSeen returns the clean absolute path p with every symlink in it
 // followed, as the kernel would to open it, but also where the path does
 // not exist yet (realpath -m): a dangling link's target still counts,
 // since what a link names may be created later (brokerd itself creates
@@ -152,14 +158,6 @@ const maxLinks = 40
 // per existing component (plain system calls, as dirread.go explains) and
 // a readlink per symlink; seen, when not nil, keeps what each lstat found
 // for the rest of one read of the grants, whose paths share prefixes.
-func resolve(p string) (string, error) { return resolveSeen(p, nil) }
-
-// lstatResult is what one lstat found: the file type, or the error.
-type lstatResult struct {
-	mode uint32
-	err  error
-}
-
 func resolveSeen(p string, seen map[string]lstatResult) (string, error) {
 	return resolveIn(p, seen, false)
 }

@@ -17,10 +17,7 @@ type env struct {
 }
 
 // The kong glue is shared (package cmdline; docs/decisions.md, "The kong glue is
-// one package"); these names keep the role's own code short.
-type exitCode = cmdline.ExitCode
-
-const usageError = cmdline.UsageError
+// one package").
 
 // runCLI parses args into grammar with a parser named e.name and runs the
 // selected command's Run method with e.
