@@ -231,11 +231,14 @@ func (l *Listener) Accept() (net.Conn, error) {
 // still the one Listen made. A second Close returns the first's result.
 func (l *Listener) Close() error {
 	l.once.Do(func() {
-		l.err = l.ln.Close()
+		// The socket goes first: a goroutine in Accept returns as soon as
+		// the listener is closed, and whoever waits on it (a server's
+		// Serve, a test) must find the path gone by then.
 		if fi, err := os.Lstat(l.path); err == nil && os.SameFile(fi, l.fi) {
-			if err := os.Remove(l.path); err != nil && l.err == nil {
-				l.err = err
-			}
+			l.err = os.Remove(l.path)
+		}
+		if err := l.ln.Close(); l.err == nil {
+			l.err = err
 		}
 	})
 	return l.err
