@@ -57,12 +57,6 @@ func Serve(ctx context.Context, path string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// gateway.sock: 0600 in a directory of its own, 0660 in the deployed
-	// broker-gateway directory; only [peers] gateway's client gets in.
-	ln, err := unixsock.Listen(cfg.Sockets.Gateway, cfg.Peers.Gateway, func(line string) { logf("gatewayd: " + line) })
-	if err != nil {
-		return fmt.Errorf("gateway.sock: %w; %s", err, runbook.See("socket-unavailable"))
-	}
 	// If gateway.sock stops serving, everything stops: a gatewayd without
 	// it must not go on reading Mattermost as if it served.
 	ctx, stop := context.WithCancel(ctx)
@@ -70,10 +64,19 @@ func Serve(ctx context.Context, path string, stderr io.Writer) error {
 	b := bridge.New(bridge.Options{MM: client, Bot: bot, Owners: owners, State: st,
 		LoopSocket: cfg.Sockets.Loop, Log: logf})
 	if err := b.Start(ctx); err != nil {
-		ln.Close()
 		return fmt.Errorf("%v; %s", err, runbook.See("gatewayd-state-damaged"))
 	}
 	b.LoadApprovals()
+	// gateway.sock: 0600 in a directory of its own, 0660 in the deployed
+	// broker-gateway directory; only [peers] gateway's client gets in. It
+	// is made once the channel cursors exist (Start): what is posted after
+	// the socket appears is never taken for history from before gatewayd
+	// started (the end-to-end tests post as soon as it is there, and
+	// missed a message under load).
+	ln, err := unixsock.Listen(cfg.Sockets.Gateway, cfg.Peers.Gateway, func(line string) { logf("gatewayd: " + line) })
+	if err != nil {
+		return fmt.Errorf("gateway.sock: %w; %s", err, runbook.See("socket-unavailable"))
+	}
 	logf(fmt.Sprintf("gatewayd: signed in to %s as %s; %d owner(s); listening on %s", cfg.Mattermost.URL, bot.Username, len(owners), cfg.Sockets.Gateway))
 	var wg sync.WaitGroup
 	wg.Add(1)
