@@ -1,6 +1,7 @@
 package unixsock
 
 import (
+	"errors"
 	"io/fs"
 	"net"
 	"os"
@@ -267,4 +268,32 @@ func staleSocket(t *testing.T, path string) {
 	}
 	ln.SetUnlinkOnClose(false)
 	ln.Close()
+}
+
+// TestCloseRemovesBeforeAcceptReturns: a server whose Serve returns when
+// Accept fails must find its socket gone by then (loopd's test of its two
+// sockets once found one still there).
+func TestCloseRemovesBeforeAcceptReturns(t *testing.T) {
+	dir := t.TempDir()
+	for round := range 200 {
+		path := filepath.Join(dir, "s.sock")
+		ln, err := Listen(path, nil, func(string) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gone := make(chan error, 1)
+		go func() {
+			_, err := ln.Accept()
+			if err == nil {
+				gone <- errors.New("Accept returned a connection")
+				return
+			}
+			_, err = os.Lstat(path)
+			gone <- err
+		}()
+		ln.Close()
+		if err := <-gone; !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("round %d: when Accept returned, the socket was still there (%v)", round, err)
+		}
+	}
 }
