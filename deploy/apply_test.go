@@ -179,3 +179,64 @@ func TestApplyRefusesWhatItDidNotMake(t *testing.T) {
 		})
 	}
 }
+
+// An apply cut short (the groups made, or the users made too but not yet
+// in their groups) is finished by the next one, not refused: what is
+// missing is the plan's own.
+func TestApplyFinishesAnApplyCutShort(t *testing.T) {
+	for _, usersToo := range []bool{false, true} {
+		t.Run(map[bool]string{false: "groups made", true: "users made too"}[usersToo], func(t *testing.T) {
+			root := deploytest.Root(t, "/bin/true")
+			plan := deploy.New(deploytest.Params(t, root))
+			t.Cleanup(func() { deploytest.RemoveAccounts(t, plan) })
+			for _, g := range plan.Groups {
+				mustRun(t, "groupadd", "--system", g.Name)
+			}
+			if usersToo {
+				for _, u := range plan.Users {
+					mustRun(t, "useradd", "--system", "--no-create-home", "--home-dir", u.Home, "--shell", "/usr/sbin/nologin",
+						"--gid", u.Name, "--comment", "boxmaker "+u.Role, u.Name)
+				}
+			}
+			var out bytes.Buffer
+			if err := deploy.Apply(plan, deploy.ApplyOptions{Out: &out}); err != nil {
+				t.Fatalf("%v\n%s", err, out.String())
+			}
+			if usersToo && !strings.Contains(out.String(), "add "+plan.UserFor("loopd")+" to the group "+plan.Prefix+"loop-broker\n") {
+				t.Fatalf("apply did not add loopd to its pair group:\n%s", out.String())
+			}
+			for _, u := range plan.Users {
+				got, err := user.Lookup(u.Name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids, _ := got.GroupIds()
+				for _, g := range u.Groups {
+					grp, err := user.LookupGroup(g)
+					if err != nil || !contains(ids, grp.Gid) {
+						t.Errorf("%s is not in %s", u.Name, g)
+					}
+				}
+			}
+			out.Reset()
+			if err := deploy.Apply(plan, deploy.ApplyOptions{Out: &out}); err != nil || out.String() != "nothing to change: the system is the plan\n" {
+				t.Fatalf("the next apply: %v\n%s", err, out.String())
+			}
+		})
+	}
+}
+
+// A member the plan does not name, in a pair group, is refused.
+func TestApplyRefusesAStrangerInAPairGroup(t *testing.T) {
+	root := deploytest.Root(t, "/bin/true")
+	plan := deploy.New(deploytest.Params(t, root))
+	stranger := plan.Prefix + "mallory"
+	t.Cleanup(func() { deploytest.RemoveAccounts(t, plan, stranger) })
+	mustRun(t, "useradd", "--no-create-home", stranger)
+	mustRun(t, "groupadd", "--system", plan.Prefix+"loop-broker")
+	mustRun(t, "gpasswd", "--add", stranger, plan.Prefix+"loop-broker")
+	err := deploy.Apply(plan, deploy.ApplyOptions{})
+	if !errors.Is(err, deploy.ErrConflict) || !strings.Contains(err.Error(), "group "+plan.Prefix+"loop-broker exists with members ["+stranger+"]") {
+		t.Fatalf("Apply = %v", err)
+	}
+}

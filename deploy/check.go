@@ -53,10 +53,25 @@ func (a *applier) surveyGroup(g Group, conflict func(string, ...any)) []action {
 		return acts
 	}
 	have := a.groupMembers(grp.Gid)
-	if want != nil && !sameSet(have, want) {
-		conflict("group %s exists with members %v; the plan's are %v", g.Name, have, want)
+	if want == nil {
+		return nil
 	}
-	return nil
+	// A member the plan does not name is someone else's doing. One the
+	// plan names and the group lacks is an apply cut short: a user not
+	// made yet joins when it is made (useradd --groups), one made joins now.
+	var acts []action
+	for _, m := range have {
+		if !slices.Contains(want, m) {
+			conflict("group %s exists with members %v; the plan's are %v", g.Name, have, want)
+			return nil
+		}
+	}
+	for _, m := range want {
+		if _, err := user.Lookup(m); err == nil && !slices.Contains(have, m) {
+			acts = append(acts, action{"add " + m + " to the group " + g.Name, func() error { return a.run("gpasswd", "--add", m, g.Name) }})
+		}
+	}
+	return acts
 }
 
 func (a *applier) surveyUser(u User, conflict func(string, ...any)) []action {
@@ -88,8 +103,13 @@ func (a *applier) surveyUser(u User, conflict func(string, ...any)) []action {
 			have = append(have, g.Name)
 		}
 	}
-	if !sameSet(have, u.Groups) {
-		conflict("user %s exists with groups %v; the plan's are %v", u.Name, have, u.Groups)
+	for _, g := range have {
+		// Missing ones are added by the group's survey (an apply cut
+		// short); one the plan does not give it is someone else's doing.
+		if !slices.Contains(u.Groups, g) {
+			conflict("user %s exists with groups %v; the plan's are %v", u.Name, have, u.Groups)
+			break
+		}
 	}
 	if u.SubIDs {
 		if ok, err := a.hasSubIDs(u.Name); err != nil {
@@ -169,13 +189,6 @@ func (a *applier) describe(fi fs.FileInfo) string {
 		group = g.Name
 	}
 	return fmt.Sprintf("%04o %s:%s", mode, owner, group)
-}
-
-func sameSet(a, b []string) bool {
-	a, b = slices.Clone(a), slices.Clone(b)
-	slices.Sort(a)
-	slices.Sort(b)
-	return slices.Equal(slices.Compact(a), slices.Compact(b))
 }
 
 func joinComma(l []string) string {
