@@ -143,7 +143,7 @@ func (a *applier) groupMembers(gid string) []string {
 // own gives a new directory or file the plan's owner, group and mode
 // (chmod after chown: chown clears the setgid bit).
 func (a *applier) own(p Path) error {
-	uid, gid, err := ids(p.Owner, p.Group)
+	uid, gid, err := IDs(p.Owner, p.Group)
 	if err != nil {
 		return err
 	}
@@ -185,7 +185,8 @@ func (a *applier) write(p Path) error {
 	return err
 }
 
-func ids(owner, group string) (int, int, error) {
+// IDs are the uid of owner and the gid of group, by name.
+func IDs(owner, group string) (int, int, error) {
 	u, err := user.Lookup(owner)
 	if err != nil {
 		return 0, 0, err

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -81,7 +82,7 @@ func (a *applier) surveyUser(u User, conflict func(string, ...any)) []action {
 		args := []string{"--system", "--no-create-home", "--home-dir", u.Home, "--shell", "/usr/sbin/nologin",
 			"--gid", u.Name, "--comment", comment}
 		if len(u.Groups) > 0 {
-			args = append(args, "--groups", joinComma(u.Groups))
+			args = append(args, "--groups", strings.Join(u.Groups, ","))
 		}
 		acts := []action{{"create user " + u.Name, func() error { return a.run("useradd", append(args, u.Name)...) }}}
 		if u.SubIDs {
@@ -189,15 +190,4 @@ func (a *applier) describe(fi fs.FileInfo) string {
 		group = g.Name
 	}
 	return fmt.Sprintf("%04o %s:%s", mode, owner, group)
-}
-
-func joinComma(l []string) string {
-	s := ""
-	for i, x := range l {
-		if i > 0 {
-			s += ","
-		}
-		s += x
-	}
-	return s
 }

@@ -95,3 +95,18 @@ func readSubIDs(path string) (map[string][2]uint64, error) {
 	}
 	return out, sc.Err()
 }
+
+// SubordinateID is the host id that id (at least 1) inside a rootless
+// container of name maps to, from a subuid or subgid file: container id 0
+// is name itself, id n is the (n-1)th of name's range.
+func SubordinateID(file, name string, id int) (int, error) {
+	ranges, err := readSubIDs(file)
+	if err != nil {
+		return 0, err
+	}
+	r, ok := ranges[name]
+	if !ok || id < 1 || uint64(id) > r[1] {
+		return 0, fmt.Errorf("%s: %s has no range holding id %d", file, name, id)
+	}
+	return int(r[0]) + id - 1, nil
+}

@@ -133,11 +133,15 @@ func (h *Harness) writeDeployedHome() error {
 	// The tools run as nobody inside the container, which rootless Podman
 	// maps into the tools user's subordinate range: the scratch folder is
 	// given to that host uid, which owns nothing else.
-	hostUID, err := SubordinateUID(tools.Username, 65534)
+	hostUID, err := deploy.SubordinateID("/etc/subuid", tools.Username, 65534)
 	if err != nil {
 		return err
 	}
-	if err := os.Chown(h.Scratch(), hostUID, hostUID); err != nil {
+	hostGID, err := deploy.SubordinateID("/etc/subgid", tools.Username, 65534)
+	if err != nil {
+		return err
+	}
+	if err := os.Chown(h.Scratch(), hostUID, hostGID); err != nil {
 		return err
 	}
 	uid, _ := strconv.Atoi(tools.Uid)
@@ -148,38 +152,11 @@ func (h *Harness) writeDeployedHome() error {
 	return os.Chown(h.toolsRuntimeDir(), uid, gid)
 }
 
-// SubordinateUID is the host uid that uid inside a rootless container of
-// name maps to: container uid 0 is name itself, and uid n (n ≥ 1) is the
-// (n-1)th of name's range in /etc/subuid.
-func SubordinateUID(name string, uid int) (int, error) {
-	b, err := os.ReadFile("/etc/subuid")
-	if err != nil {
-		return 0, err
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Split(l, ":")
-		if len(f) == 3 && f[0] == name {
-			start, err := strconv.Atoi(f[1])
-			if err != nil {
-				return 0, err
-			}
-			return start + uid - 1, nil
-		}
-	}
-	return 0, fmt.Errorf("harness: %s has no range in /etc/subuid", name)
-}
-
 func chownNames(path, owner, group string) error {
-	u, err := user.Lookup(owner)
+	uid, gid, err := deploy.IDs(owner, group)
 	if err != nil {
 		return err
 	}
-	g, err := user.LookupGroup(group)
-	if err != nil {
-		return err
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(g.Gid)
 	return os.Chown(path, uid, gid)
 }
 
