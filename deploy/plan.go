@@ -153,7 +153,8 @@ type Socket struct {
 	Path     string `json:"path"`
 	Listener string `json:"listener"`
 	// Client is the role (or "owner") that connects; Peer is the [peers]
-	// rule the listener's config names: a user or a group.
+	// rule the listener's config names: a user or a group. Podman's socket
+	// has neither: Podman checks no peer, so only the file modes guard it.
 	Client    string `json:"client"`
 	PeerUser  string `json:"peer_user,omitempty"`
 	PeerGroup string `json:"peer_group,omitempty"`
@@ -229,9 +230,12 @@ func (b *builder) users() {
 	}
 	for _, pr := range pairs {
 		s := Socket{Name: pr.socket, Path: b.home("run", pr.dir, pr.socket), Listener: b.name(pr.listener), Client: pr.client}
-		if pr.client == "owner" {
+		switch {
+		case pr.listener == "tools":
+			// Podman's own listener: no [peers] rule to render or check.
+		case pr.client == "owner":
 			s.PeerGroup = b.name("owner")
-		} else {
+		default:
 			s.PeerUser = b.name(pr.client)
 		}
 		b.plan.Sockets = append(b.plan.Sockets, s)

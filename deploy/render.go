@@ -54,8 +54,11 @@ func (p Plan) Text() string {
 	w("\nSockets:\n")
 	for _, k := range p.Sockets {
 		peer := "user " + k.PeerUser
-		if k.PeerGroup != "" {
+		switch {
+		case k.PeerGroup != "":
 			peer = "group " + k.PeerGroup
+		case k.PeerUser == "":
+			peer = "not checked: Podman's socket, guarded by its modes alone"
 		}
 		w("  %s: %s listens, %s connects (peer: %s)\n", k.Path, k.Listener, k.Client, peer)
 	}
