@@ -36,6 +36,7 @@ func TestAccessMatrixIsTheIntent(t *testing.T) {
 		{"connect", h("run", "owner-loop", "loop.sock"), []string{"loopd", "owner"}},
 		{"connect", h("run", "gateway-loop", "loop.sock"), []string{"loopd", "gatewayd"}},
 		{"connect", h("run", "broker-tools", "podman.sock"), []string{"brokerd", "tools"}},
+		{"connect", h("run", "broker-loop", "loop.sock"), []string{"loopd", "brokerd"}},
 		{"read", h("audit"), []string{"brokerd", "owner"}},
 		{"write", h("audit"), []string{"brokerd"}},
 		{"read", h("broker"), []string{"brokerd"}},
@@ -44,6 +45,14 @@ func TestAccessMatrixIsTheIntent(t *testing.T) {
 		{"write", h("sessions"), []string{"loopd"}},
 		{"read", h("memory"), []string{"loopd"}},
 		{"write", h("memory"), nil},
+		// Notes carry labels only brokerd may stamp, and untrusted ones
+		// must never reach a prompt unasked: loopd cannot read them.
+		{"read", h("memory", "notes"), []string{"brokerd"}},
+		{"write", h("memory", "notes"), []string{"brokerd"}},
+		{"read", h("index"), []string{"brokerd"}},
+		{"write", h("index"), []string{"brokerd"}},
+		{"read", e("jobs"), []string{"brokerd"}},
+		{"write", e("jobs"), nil},
 		{"read", h("gateway"), []string{"gatewayd"}},
 		{"write", h("gateway"), []string{"gatewayd"}},
 		{"read", h("tools"), []string{"tools"}},

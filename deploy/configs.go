@@ -17,9 +17,9 @@ func (b *builder) config(role string) string {
 	w("# The paths and [peers] come from the deployment plan (boxmaker deploy plan).\n\n")
 	switch role {
 	case "brokerd":
-		w("[paths]\nhome = %q\ngrants = %q\nsecrets = %q\n\n", b.p.Home, b.etc("grants"), b.etc("secrets"))
-		w("[sockets]\nbroker = %q\nadmin = %q\ngateway = %q\n\n", sock("loop-broker", "broker.sock"),
-			sock("owner-broker", "admin.sock"), sock("broker-gateway", "gateway.sock"))
+		w("[paths]\nhome = %q\ngrants = %q\nsecrets = %q\njobs = %q\n\n", b.p.Home, b.etc("grants"), b.etc("secrets"), b.etc("jobs"))
+		w("[sockets]\nbroker = %q\nadmin = %q\ngateway = %q\nloop = %q\n\n", sock("loop-broker", "broker.sock"),
+			sock("owner-broker", "admin.sock"), sock("broker-gateway", "gateway.sock"), sock("broker-loop", "loop.sock"))
 		w("[podman]\nsocket = %q\nshared_dir = %q\n", "unix://"+sock("broker-tools", "podman.sock"), b.home("run", "tools-broker"))
 		w("# Rootless Podman enforces no per-call memory, pids or cpu limit on cgroup v1 hosts; there,\n")
 		w("# accept that (the tools unit's own limits bound all calls together):\n")
@@ -29,9 +29,11 @@ func (b *builder) config(role string) string {
 		w("[peers]\nbroker = { user = %q }\nadmin = { group = %q }\n", b.name("loopd"), b.name("owner"))
 	case "loopd":
 		w("[paths]\nhome = %q\n\n[model]\nsocket = %q\n\n", b.p.Home, sock("loop-infer", "infer.sock"))
-		w("[listen]\nsocket = %q\ngateway = %q\n\n", sock("owner-loop", "loop.sock"), sock("gateway-loop", "loop.sock"))
+		w("[listen]\nsocket = %q\ngateway = %q\njobs = %q\n\n", sock("owner-loop", "loop.sock"), sock("gateway-loop", "loop.sock"),
+			sock("broker-loop", "loop.sock"))
 		w("[broker]\nsocket = %q\n\n", sock("loop-broker", "broker.sock"))
-		w("[peers]\nsocket = { group = %q }\ngateway = { user = %q }\n", b.name("owner"), b.name("gatewayd"))
+		w("[peers]\nsocket = { group = %q }\ngateway = { user = %q }\njobs = { user = %q }\n", b.name("owner"), b.name("gatewayd"),
+			b.name("brokerd"))
 	case "inferproxy":
 		w("# The model server: llama-server, on this machine.\n[upstream]\nurl = \"http://127.0.0.1:8080\"\n\n")
 		w("[listen]\nsocket = %q\n\n", sock("loop-infer", "infer.sock"))

@@ -24,9 +24,13 @@ func (b *builder) paths() {
 
 	b.dir(b.p.Home, "root", "root", "0711", false, "BOXMAKER_HOME: every role may pass through, none may list or write it")
 	b.dir(b.home("sessions"), lo, lo, "0700", true, "loopd's session logs")
-	b.dir(b.home("memory"), "root", lo, "0750", true, "the owner's core memory: written by the owner as root, read by loopd")
+	// memory/ is searchable by all (0751) so that brokerd reaches notes/
+	// inside it; listing it and reading core.md stay root's and loopd's.
+	b.dir(b.home("memory"), "root", lo, "0751", true, "the owner's core memory: written by the owner as root, read by loopd")
 	b.file(b.home("memory", "core.md"), "root", lo, "0640", ContentOwner, "", false, "the owner's core memory, in every prompt")
-	b.dir(b.home("index"), br, br, "0700", true, "reserved by pre-M1 §7 for the notes' index; brokerd's")
+	b.dir(b.home("memory", "notes"), br, br, "0700", true,
+		"the model's notes, each with the label brokerd stamped (issue 17): brokerd's alone, so loopd never reads one unasked")
+	b.dir(b.home("index"), br, br, "0700", true, "the notes' search index (pre-M1 §7): brokerd's, rebuilt from the notes")
 	b.dir(b.home("audit"), br, owner, "2750", true,
 		"the audit log: brokerd its only writer; the owner group reads it for bxctl audit verify")
 	b.dir(b.home("broker"), br, br, "0700", true, "brokerd's session taint, audit head, floor and Podman instance")
@@ -44,6 +48,7 @@ func (b *builder) paths() {
 	b.dir(b.p.Etc, "root", "root", "0755", false, "configuration, grants and secrets")
 	b.dir(b.etc("grants"), "root", br, "0750", true, "one grant per file; written by the owner as root, read by brokerd only")
 	b.dir(b.etc("secrets"), br, br, "0700", true, "one file per secret; brokerd's alone")
+	b.dir(b.etc("jobs"), "root", br, "0750", true, "one scheduled job per file; written by the owner as root, read by brokerd only")
 	for _, r := range []struct{ role, user string }{{"loopd", lo}, {"brokerd", br}, {"gatewayd", gw}, {"inferproxy", ip}} {
 		b.file(b.etc(r.role+".toml"), "root", r.user, "0640", ContentSeed, b.config(r.role), r.role == "brokerd",
 			r.role+"'s configuration: written once by deploy apply, then the owner's")

@@ -192,6 +192,8 @@ var pairs = []struct {
 	{"owner-loop", "loop.sock", "loopd", "owner"},
 	{"gateway-loop", "loop.sock", "loopd", "gatewayd"},
 	{"broker-tools", "podman.sock", "tools", "brokerd"},
+	// brokerd starts each scheduled job's run on loopd (issue 17).
+	{"broker-loop", "loop.sock", "loopd", "brokerd"},
 }
 
 // pairGroup is the group of a pair directory: the owner group for the

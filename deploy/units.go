@@ -71,7 +71,7 @@ func (b *builder) units() {
 			[]Setting{{"RestrictAddressFamilies", "AF_UNIX AF_INET AF_INET6"}, {"IPAddressDeny", "any"}, {"IPAddressAllow", "localhost"}}, nil},
 		{"tools", "rootless Podman for boxmaker's tool containers", nil, nil, nil, nil},
 		{"brokerd", "boxmaker's tool broker", []string{"tools"},
-			[]string{b.home("audit"), b.home("broker"), b.home("index"), run("loop-broker"), run("owner-broker"), run("tools-broker")},
+			[]string{b.home("audit"), b.home("broker"), b.home("memory", "notes"), b.home("index"), run("loop-broker"), run("owner-broker"), run("tools-broker")},
 			// http_fetch's egress proxy dials the granted hosts, which are
 			// only known per call: no address list can be fixed here.
 			[]Setting{{"RestrictAddressFamilies", "AF_UNIX AF_INET AF_INET6"}}, nil},
@@ -82,7 +82,7 @@ func (b *builder) units() {
 			[]Setting{{"RestrictAddressFamilies", "AF_UNIX AF_INET AF_INET6"}},
 			[]Setting{{"LoadCredential", "mattermost-token:" + b.etc("gatewayd.token")}}},
 		{"loopd", "boxmaker's agent loop", []string{"inferproxy", "brokerd"},
-			[]string{b.home("sessions"), run("owner-loop"), run("gateway-loop")},
+			[]string{b.home("sessions"), run("owner-loop"), run("gateway-loop"), run("broker-loop")},
 			// loopd talks to nothing but Unix sockets: no network at all.
 			[]Setting{{"RestrictAddressFamilies", "AF_UNIX"}, {"PrivateNetwork", "yes"}, {"IPAddressDeny", "any"}}, nil},
 	}

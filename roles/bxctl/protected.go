@@ -21,9 +21,9 @@ import (
 // compares its list with that page). Home is protected whole; a part is
 // listed too because it may be a symlink to another disk.
 var homeParts = []string{
-	"audit", "broker", "broker/sessions", "sessions", "memory", "index", "gateway", "run",
+	"audit", "broker", "broker/sessions", "sessions", "memory", "memory/notes", "index", "gateway", "run",
 	"run/loop-broker", "run/owner-broker", "run/loop-infer", "run/broker-gateway", "run/owner-loop", "run/gateway-loop",
-	"run/broker-tools", "run/tools-broker", "tools",
+	"run/broker-tools", "run/broker-loop", "run/tools-broker", "tools",
 }
 
 // usualProtected are boxmaker's and Podman's places outside the home in
@@ -31,6 +31,7 @@ var homeParts = []string{
 var usualProtected = []policy.ProtectedPath{
 	{Path: "/etc/boxmaker", What: "boxmaker's configuration directory"},
 	{Path: "/etc/boxmaker/secrets", What: "the secrets directory"},
+	{Path: "/etc/boxmaker/jobs", What: "the jobs directory"},
 	{Path: "/run/podman", What: "the Podman service's socket directory"},
 	{Path: "/var/lib/containers/storage", What: "Podman's storage"},
 	{Path: "/run/containers/storage", What: "Podman's storage"},

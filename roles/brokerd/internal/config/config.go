@@ -47,6 +47,10 @@ type Paths struct {
 	// (secret_unavailable). It may be systemd's $CREDENTIALS_DIRECTORY
 	// (LoadCredential=). No grant may reach it (policy's rule 9).
 	Secrets string `toml:"secrets"`
+	// Jobs is the directory of the owner's job files (issue 17), one
+	// scheduled job per file; missing means no jobs. No grant may reach it
+	// (Protected), so that no job, nor any session, can create or edit one.
+	Jobs string `toml:"jobs"`
 }
 
 // Sockets are brokerd's two listening sockets (M3a §6) and gatewayd's.
@@ -61,6 +65,11 @@ type Sockets struct {
 	// default: empty means there is no gatewayd, and approvals are answered
 	// with bxctl alone (as they always can be).
 	Gateway string `toml:"gateway"`
+	// Loop is loopd's jobs socket (issue 17, loopd's [listen] jobs), where
+	// brokerd starts each scheduled job's run in a session it named and
+	// bound to the job first. Optional: empty means jobs do not run (they
+	// are still listed, and a due run is logged as not started).
+	Loop string `toml:"loop"`
 	// MaxBrokerConnections and MaxAdminConnections cap the connections
 	// each socket holds at once (issue 12): one more is answered with an
 	// error frame and closed, so a flood of broker.sock can neither use
@@ -143,6 +152,7 @@ const (
 	DefaultGrants = "/etc/boxmaker/grants"
 	// DefaultSecrets is beside the grants, in the configuration directory.
 	DefaultSecrets = "/etc/boxmaker/secrets"
+	DefaultJobs    = "/etc/boxmaker/jobs"
 	DefaultTTLMs   = 900000 // 15 min
 )
 
@@ -195,7 +205,8 @@ func (c *Config) fill(file string, data []byte, getenv func(string) string) erro
 		key string
 		val *string
 	}{{"paths.home", &c.Paths.Home}, {"paths.grants", &c.Paths.Grants}, {"paths.secrets", &c.Paths.Secrets},
-		{"sockets.broker", &c.Sockets.Broker}, {"sockets.admin", &c.Sockets.Admin}, {"sockets.gateway", &c.Sockets.Gateway}} {
+		{"paths.jobs", &c.Paths.Jobs}, {"sockets.broker", &c.Sockets.Broker}, {"sockets.admin", &c.Sockets.Admin},
+		{"sockets.gateway", &c.Sockets.Gateway}, {"sockets.loop", &c.Sockets.Loop}} {
 		if *p.val != "" && !filepath.IsAbs(*p.val) {
 			return bad(p.key, fmt.Sprintf("%s must be an absolute path", p.key))
 		}
@@ -217,6 +228,9 @@ func (c *Config) fill(file string, data []byte, getenv func(string) string) erro
 	if c.Paths.Secrets == "" {
 		c.Paths.Secrets = DefaultSecrets
 	}
+	if c.Paths.Jobs == "" {
+		c.Paths.Jobs = DefaultJobs
+	}
 	if file != "" {
 		abs, err := filepath.Abs(file)
 		if err != nil {
@@ -231,7 +245,7 @@ func (c *Config) fill(file string, data []byte, getenv func(string) string) erro
 		c.Sockets.Admin = AdminSocket(c.Paths.Home)
 	}
 	for _, s := range []struct{ key, path string }{{"sockets.broker", c.Sockets.Broker}, {"sockets.admin", c.Sockets.Admin},
-		{"sockets.gateway", c.Sockets.Gateway}} {
+		{"sockets.gateway", c.Sockets.Gateway}, {"sockets.loop", c.Sockets.Loop}} {
 		if len(s.path) > maxSocketPath {
 			return bad(s.key, fmt.Sprintf("%s: %s is %d bytes; a Unix socket path is at most %d", s.key, s.path, len(s.path), maxSocketPath))
 		}
@@ -243,6 +257,9 @@ func (c *Config) fill(file string, data []byte, getenv func(string) string) erro
 	// same path for both would have brokerd talk to itself.
 	if g := c.Sockets.Gateway; g != "" && (g == c.Sockets.Broker || g == c.Sockets.Admin) {
 		return bad("sockets.gateway", "sockets.gateway must be a socket of its own, not sockets.broker or sockets.admin")
+	}
+	if l := c.Sockets.Loop; l != "" && (l == c.Sockets.Broker || l == c.Sockets.Admin || l == c.Sockets.Gateway) {
+		return bad("sockets.loop", "sockets.loop must be a socket of its own, not sockets.broker, sockets.admin or sockets.gateway")
 	}
 	if c.Approvals.TTLMs < 1 {
 		return bad("approvals.ttl_ms", "approvals.ttl_ms must be at least 1")

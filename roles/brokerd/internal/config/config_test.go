@@ -39,7 +39,7 @@ func TestParseFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	wd, _ := os.Getwd()
-	want := Config{Paths{"/srv/bx", "/srv/grants", DefaultSecrets},
+	want := Config{Paths{"/srv/bx", "/srv/grants", DefaultSecrets, DefaultJobs},
 		Sockets{Broker: "/srv/bx/b.sock", Admin: "/srv/bx/a.sock", Gateway: "/srv/bx/run/broker-gateway/gateway.sock", MaxBrokerConnections: 7, MaxAdminConnections: 3, RequestTimeoutMs: 500},
 		Approvals{100}, podman.DefaultConfig(), Peers{}, filepath.Join(wd, "brokerd.toml")}
 	if !reflect.DeepEqual(c, want) {
@@ -85,7 +85,7 @@ func TestDefaults(t *testing.T) {
 			wd, _ := os.Getwd()
 			want := Config{
 				File:  filepath.Join(wd, "brokerd.toml"),
-				Paths: Paths{tc.home, "/etc/boxmaker/grants", "/etc/boxmaker/secrets"},
+				Paths: Paths{tc.home, "/etc/boxmaker/grants", "/etc/boxmaker/secrets", "/etc/boxmaker/jobs"},
 				Sockets: Sockets{Broker: tc.home + "/run/loop-broker/broker.sock", Admin: tc.home + "/run/owner-broker/admin.sock",
 					MaxBrokerConnections: 128, MaxAdminConnections: 64, RequestTimeoutMs: 30000},
 				Approvals: Approvals{900000},

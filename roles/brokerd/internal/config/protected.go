@@ -21,7 +21,8 @@ var HomeParts = []struct{ Rel, What string }{
 	{"broker/sessions", "brokerd's session taint files"},
 	{"sessions", "loopd's session logs"},
 	{"memory", "the owner's core memory"},
-	{"index", "the index"},
+	{"memory/notes", "the notes brokerd labels"},
+	{"index", "the notes' index"},
 	{"gateway", "gatewayd's state (threads, approval posts)"},
 	{"run", "the socket directories"},
 	{"run/loop-broker", "broker.sock's directory"},
@@ -31,6 +32,7 @@ var HomeParts = []struct{ Rel, What string }{
 	{"run/owner-loop", "loop.sock's directory (bxctl)"},
 	{"run/gateway-loop", "loop.sock's directory (gatewayd)"},
 	{"run/broker-tools", "the tools' Podman socket's directory"},
+	{"run/broker-loop", "loop.sock's directory (brokerd's jobs)"},
 	{"run/tools-broker", "brokerd's files for the tools' Podman service"},
 	{"tools", "the tools' Podman storage"},
 }
@@ -64,6 +66,7 @@ func (c Config) Protected() []policy.ProtectedPath {
 	ps = append(ps,
 		policy.ProtectedPath{Path: c.Paths.Grants, What: "the grants directory"},
 		policy.ProtectedPath{Path: c.Paths.Secrets, What: "the secrets directory"},
+		policy.ProtectedPath{Path: c.Paths.Jobs, What: "the jobs directory"},
 		policy.ProtectedPath{Path: filepath.Dir(c.Sockets.Broker), What: "broker.sock's directory"},
 		policy.ProtectedPath{Path: filepath.Dir(c.Sockets.Admin), What: "admin.sock's directory"},
 		policy.ProtectedPath{Path: ConfigDir, What: "boxmaker's configuration directory"},
@@ -72,6 +75,11 @@ func (c Config) Protected() []policy.ProtectedPath {
 		// A tool that could listen there would be the gatewayd brokerd
 		// believes, and could see every approval and answer it.
 		ps = append(ps, policy.ProtectedPath{Path: filepath.Dir(c.Sockets.Gateway), What: "gateway.sock's directory"})
+	}
+	if c.Sockets.Loop != "" {
+		// A tool that could listen there would be the loopd brokerd
+		// starts jobs on, and would read every job's prompt.
+		ps = append(ps, policy.ProtectedPath{Path: filepath.Dir(c.Sockets.Loop), What: "loopd's jobs socket's directory"})
 	}
 	if c.File != "" {
 		ps = append(ps, policy.ProtectedPath{Path: c.File, What: "brokerd's config file"})

@@ -19,6 +19,7 @@
 //	[listen]
 //	socket = "/var/lib/boxmaker/run/owner-loop/loop.sock"     # bxctl chat
 //	gateway = "/var/lib/boxmaker/run/gateway-loop/loop.sock"  # optional: gatewayd
+//	jobs = "/var/lib/boxmaker/run/broker-loop/loop.sock"      # optional: brokerd's scheduled jobs
 //
 //	[broker]
 //	socket = "/var/lib/boxmaker/run/loop-broker/broker.sock"   # optional
@@ -26,6 +27,7 @@
 //	[peers]                                 # optional: the only client of each socket
 //	socket = { group = "boxmaker-owner" }    # of [listen] socket
 //	gateway = { user = "boxmaker-gatewayd" } # of [listen] gateway
+//	jobs = { user = "boxmaker-brokerd" }     # of [listen] jobs
 //
 // There is no slot key: loopd spreads its sessions over every slot the
 // model server reports (total_slots in /props). A file that still sets
@@ -60,6 +62,8 @@ type Peers struct {
 	Socket *unixsock.Rule `toml:"socket"`
 	// Gateway is [listen] gateway's client: gatewayd's user, deployed.
 	Gateway *unixsock.Rule `toml:"gateway"`
+	// Jobs is [listen] jobs's client: brokerd's user, deployed.
+	Jobs *unixsock.Rule `toml:"jobs"`
 }
 
 // Paths says where loopd keeps its state.
@@ -100,14 +104,23 @@ type Listen struct {
 	// protocol and limits, in a directory of its own so that the two
 	// clients' groups need not share one (docs/layout.md).
 	Gateway string `toml:"gateway"`
+	// Jobs, optional, is brokerd's loop.sock (issue 17): brokerd starts
+	// each scheduled job's run here, in a session whose id brokerd chose
+	// and bound to the job before loopd heard of it. A say here must name
+	// a session that does not exist yet; it cannot continue one.
+	Jobs string `toml:"jobs"`
 }
 
-// Sockets are the paths loopd listens on: Socket, then Gateway if set.
+// Sockets are the paths loopd listens on: Socket, then Gateway and Jobs if
+// set.
 func (l Listen) Sockets() []string {
-	if l.Gateway == "" {
-		return []string{l.Socket}
+	out := []string{l.Socket}
+	for _, s := range []string{l.Gateway, l.Jobs} {
+		if s != "" {
+			out = append(out, s)
+		}
 	}
-	return []string{l.Socket, l.Gateway}
+	return out
 }
 
 // MaxSocketPath is the longest path a Unix socket can bind: sun_path is
@@ -236,10 +249,14 @@ func (c *Config) checkPeers(bad func(key, problem string) error) error {
 	if c.Peers.Gateway != nil && c.Listen.Gateway == "" {
 		return bad("peers.gateway", "[peers] gateway names the client of [listen] gateway, which is not set")
 	}
+	if c.Peers.Jobs != nil && c.Listen.Jobs == "" {
+		return bad("peers.jobs", "[peers] jobs names the client of [listen] jobs, which is not set")
+	}
 	for _, p := range []struct {
 		key, name string
 		rule      *unixsock.Rule
-	}{{"peers.socket", "[peers] socket", c.Peers.Socket}, {"peers.gateway", "[peers] gateway", c.Peers.Gateway}} {
+	}{{"peers.socket", "[peers] socket", c.Peers.Socket}, {"peers.gateway", "[peers] gateway", c.Peers.Gateway},
+		{"peers.jobs", "[peers] jobs", c.Peers.Jobs}} {
 		if p.rule == nil {
 			continue
 		}
@@ -258,6 +275,9 @@ func (c *Config) checkListen(bad func(key, problem string) error) error {
 	listens := []sock{{"listen.socket", "[listen] socket", c.Listen.Socket}}
 	if c.Listen.Gateway != "" {
 		listens = append(listens, sock{"listen.gateway", "[listen] gateway", c.Listen.Gateway})
+	}
+	if c.Listen.Jobs != "" {
+		listens = append(listens, sock{"listen.jobs", "[listen] jobs", c.Listen.Jobs})
 	}
 	taken := []sock{{"model.socket", "[model] socket", c.Model.Socket}, {"broker.socket", "[broker] socket", c.Broker.Socket}}
 	for _, s := range listens {

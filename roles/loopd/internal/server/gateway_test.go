@@ -202,7 +202,7 @@ func TestGatewayListenerFailureStopsBoth(t *testing.T) {
 	}
 	srv := &channel.Server{Say: func(context.Context, *wire.SessionID, string, func(wire.TurnEvent)) {}}
 	done := make(chan error, 1)
-	go func() { done <- serve(context.Background(), srv, lns) }()
+	go func() { done <- serve(context.Background(), []*channel.Server{srv, srv}, lns) }()
 	// Closed before or after its Accept starts: either way Accept fails.
 	lns[1].Close()
 	select {

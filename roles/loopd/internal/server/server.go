@@ -102,7 +102,15 @@ func Run(ctx context.Context, o Options) error {
 		o.Ready()
 	}
 	srv := &channel.Server{Say: mgr.Say, Log: say}
-	err = serve(ctx, srv, lns)
+	srvs := []*channel.Server{srv}
+	if cfg.Listen.Gateway != "" {
+		srvs = append(srvs, srv)
+	}
+	if cfg.Listen.Jobs != "" {
+		// brokerd's jobs socket only starts sessions (Manager.SayNew).
+		srvs = append(srvs, &channel.Server{Say: mgr.SayNew, Log: say})
+	}
+	err = serve(ctx, srvs, lns)
 	return errors.Join(err, mgr.Close())
 }
 
@@ -120,6 +128,9 @@ func listen(cfg config.Config, log func(string)) ([]net.Listener, error) {
 	if cfg.Listen.Gateway != "" {
 		socks = append(socks, sock{cfg.Listen.Gateway, cfg.Peers.Gateway})
 	}
+	if cfg.Listen.Jobs != "" {
+		socks = append(socks, sock{cfg.Listen.Jobs, cfg.Peers.Jobs})
+	}
 	var lns []net.Listener
 	for _, s := range socks {
 		ln, err := unixsock.Listen(s.path, s.peer, log)
@@ -134,12 +145,12 @@ func listen(cfg config.Config, log func(string)) ([]net.Listener, error) {
 	return lns, nil
 }
 
-// serve serves srv on every listener, each on a goroutine it owns, until
+// serve serves srvs[i] on lns[i], each on a goroutine it owns, until
 // ctx ends or one of them fails; then it stops the others (each closes
 // its listener, removing its socket, and waits for its connections) and
 // returns when all have. The listeners share one session manager, so a
 // session is the same, and as busy, whichever socket a say came in on.
-func serve(ctx context.Context, srv *channel.Server, lns []net.Listener) error {
+func serve(ctx context.Context, srvs []*channel.Server, lns []net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errs := make([]error, len(lns))
@@ -148,7 +159,7 @@ func serve(ctx context.Context, srv *channel.Server, lns []net.Listener) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = srv.Serve(ctx, ln)
+			errs[i] = srvs[i].Serve(ctx, ln)
 			// A listener that failed stops loopd, as it did with one socket.
 			cancel()
 		}()

@@ -152,6 +152,44 @@ func (m *Manager) Say(ctx context.Context, id *wire.SessionID, text string, emit
 	}
 }
 
+// SayNew runs the first turn of a new session whose id the client chose:
+// brokerd's scheduled jobs (issue 17), which bind the id to a job before
+// loopd hears of it. The id must not name a session that exists, here or
+// on disk, so that the jobs socket can start sessions but never continue
+// the owner's.
+func (m *Manager) SayNew(ctx context.Context, id *wire.SessionID, text string, emit Emit) {
+	if id == nil {
+		emit(wire.TurnFailed{Message: "a say on the jobs socket must name the new session's id"})
+		return
+	}
+	m.mu.Lock()
+	_, known := m.sessions[*id]
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
+		emit(wire.TurnFailed{Message: ErrClosed.Error()})
+		return
+	}
+	if known {
+		emit(wire.TurnFailed{Message: fmt.Sprintf("session %s exists; a job's run starts a new session", id)})
+		return
+	}
+	switch err := sessionlog.CreateDir(m.cfg.Home, *id); {
+	case errors.Is(err, sessionlog.ErrExists):
+		emit(wire.TurnFailed{Message: fmt.Sprintf("session %s exists; a job's run starts a new session", id)})
+		return
+	case err != nil:
+		emit(wire.TurnFailed{Message: fmt.Sprintf("cannot create session %s: %v", id, err)})
+		return
+	}
+	m.mu.Lock()
+	if _, ok := m.sessions[*id]; !ok && !m.closed {
+		m.sessions[*id] = &Session{id: *id, cfg: &m.cfg, sem: make(chan struct{}, 1), fresh: true}
+	}
+	m.mu.Unlock()
+	m.Say(ctx, id, text, emit)
+}
+
 // forget drops a session that turned out not to exist, so names a client
 // made up do not pile up.
 func (m *Manager) forget(s *Session) {
