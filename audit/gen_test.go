@@ -77,7 +77,7 @@ func randOutcome(rng *rand.Rand) wire.DecisionRecord {
 func randClass(rng *rand.Rand) wire.DataClass { return wire.DataClass(1 + rng.IntN(3)) }
 
 func randEvent(rng *rand.Rand) wire.AuditEvent {
-	switch rng.IntN(6) {
+	switch rng.IntN(11) {
 	case 0:
 		var gh *wire.Hash32
 		if rng.IntN(2) == 0 {
@@ -104,6 +104,18 @@ func randEvent(rng *rand.Rand) wire.AuditEvent {
 			ev.HeadSeq, ev.HeadSha256 = &n, &h
 		}
 		return ev
+	case 5:
+		return wire.NotePromotedEvent{Note: randString(rng, 20), By: randString(rng, 26), Taint: randClass(rng), Untrusted: rng.IntN(2) == 0}
+	case 6:
+		return wire.NoteDeletedEvent{Note: randString(rng, 20), By: randString(rng, 26)}
+	case 7:
+		return wire.JobStartedEvent{Job: randString(rng, 20), Session: randID(rng), Trigger: wire.JobTrigger(1 + rng.IntN(3)),
+			Due: randTime(rng), JobSha256: randHash(rng)}
+	case 8:
+		return wire.JobSkippedEvent{Job: randString(rng, 20), Due: randTime(rng), Reason: wire.SkipOverlap}
+	case 9:
+		return wire.JobEndedEvent{Job: randString(rng, 20), Session: randID(rng), Status: wire.JobStatus(1 + rng.IntN(2)),
+			Message: randOptString(rng)}
 	}
 	return wire.AcceptedBreakEvent{File: randString(rng, 20), Line: randUint(rng), LastGood: randHash(rng)}
 }

@@ -25,10 +25,17 @@ const (
 	evRecovery
 	evBreak
 	evHead
+	// Issue 17's memory and job events (parsejobs.go).
+	evNotePromoted
+	evNoteDeleted
+	evJobStarted
+	evJobSkipped
+	evJobEnded
 )
 
 // eventNames are the "type" tags, in eventKind order from index 0.
-var eventNames = []string{"decision", "approval", "result", "recovery", "accepted_break", "accepted_head"}
+var eventNames = []string{"decision", "approval", "result", "recovery", "accepted_break", "accepted_head",
+	"note_promoted", "note_deleted", "job_started", "job_skipped", "job_ended"}
 
 // Outcome tags, in order; outcomeAsk is what the verifier watches for.
 var outcomeNames = []string{"allowed", "ask", "denied"}
@@ -46,6 +53,9 @@ var (
 	answerNames     = enumNames[wire.ApprovalAnswer]()
 	statusNames     = enumNames[wire.ResultStatus]()
 	problemNames    = enumNames[wire.HeadProblem]()
+	triggerNames    = enumNames[wire.JobTrigger]()
+	skipNames       = enumNames[wire.SkipReason]()
+	jobStatusNames  = enumNames[wire.JobStatus]()
 )
 
 func enumNames[T interface {
@@ -95,8 +105,9 @@ type lineExtra struct {
 	reason, enum1, enum2 int // deny reason; answer or status; taint or class
 	enum3                int // taint_after
 	untrusted, truncated bool
-	strs                 [3]span // tool, arguments, grant; by, post, reason
+	strs                 [3]span // tool, arguments, grant; by, post, reason; note, by; job, message
 	nullN                bool    // AcceptedHead.head_seq is null
+	due                  wire.Timestamp
 }
 
 // parser is one goroutine's parsing state.
@@ -153,6 +164,8 @@ func (d *parser) parseFast(b []byte, r *lineRec) bool {
 		}
 		i = lit(b, i, `,"head_sha256":`)
 		i = hashField(b, i, r, true)
+	default:
+		i = d.parseJobEvent(b, i, r)
 	}
 	return lit(b, i, "}}") == len(b)
 }
@@ -215,6 +228,14 @@ func parseResult(b []byte, i int, r *lineRec) int {
 
 // sessionCall reads `,"session":"<id>","call":<n>`, the start of three events.
 func sessionCall(b []byte, i int, r *lineRec) int {
+	i = sessionField(b, i, r)
+	i = lit(b, i, `,"call":`)
+	r.call, i = num(b, i)
+	return i
+}
+
+// sessionField reads `,"session":"<id>"`.
+func sessionField(b []byte, i int, r *lineRec) int {
 	i = lit(b, i, `,"session":"`)
 	if i < 0 {
 		return -1
@@ -228,9 +249,7 @@ func sessionCall(b []byte, i int, r *lineRec) int {
 		return -1
 	}
 	r.session = b[i:j]
-	i = lit(b, j, `","call":`)
-	r.call, i = num(b, i)
-	return i
+	return lit(b, j, `"`)
 }
 
 var idChar = func() (t [256]bool) {
@@ -347,6 +366,16 @@ func fromRecord(rec *wire.AuditRecord, r *lineRec) {
 		r.kind, r.n, r.file, r.hash = evBreak, ev.Line, ev.File, hexOf(ev.LastGood)
 	case wire.AcceptedHeadEvent:
 		r.kind = evHead
+	case wire.NotePromotedEvent:
+		r.kind = evNotePromoted
+	case wire.NoteDeletedEvent:
+		r.kind = evNoteDeleted
+	case wire.JobStartedEvent:
+		r.kind, r.session, r.hash = evJobStarted, []byte(ev.Session.String()), hexOf(ev.JobSha256)
+	case wire.JobSkippedEvent:
+		r.kind = evJobSkipped
+	case wire.JobEndedEvent:
+		r.kind, r.session = evJobEnded, []byte(ev.Session.String())
 	}
 }
 

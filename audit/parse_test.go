@@ -3,6 +3,8 @@ package audit
 import (
 	"bytes"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -62,6 +64,16 @@ func toRecord(b []byte, r *lineRec) wire.AuditRecord {
 			ev.HeadSha256 = &h
 		}
 		rec.Event = ev
+	case evNotePromoted:
+		rec.Event = wire.NotePromotedEvent{Note: str(r.x.strs[0]), By: str(r.x.strs[1]), Taint: wire.DataClass(r.x.enum2 + 1), Untrusted: r.x.untrusted}
+	case evNoteDeleted:
+		rec.Event = wire.NoteDeletedEvent{Note: str(r.x.strs[0]), By: str(r.x.strs[1])}
+	case evJobStarted:
+		rec.Event = wire.JobStartedEvent{Job: str(r.x.strs[0]), Session: session, Trigger: wire.JobTrigger(r.x.enum1 + 1), Due: r.x.due, JobSha256: h}
+	case evJobSkipped:
+		rec.Event = wire.JobSkippedEvent{Job: str(r.x.strs[0]), Due: r.x.due, Reason: wire.SkipReason(r.x.enum1 + 1)}
+	case evJobEnded:
+		rec.Event = wire.JobEndedEvent{Job: str(r.x.strs[0]), Session: session, Status: wire.JobStatus(r.x.enum1 + 1), Message: opt(r.x.strs[1])}
 	}
 	return rec
 }
@@ -168,6 +180,18 @@ func FuzzParseLine(f *testing.F) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for range 30 {
 		b, err := wire.Marshal(randRecord(rng))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	// Every event type's fixture, so that no type depends on the draw.
+	fixtures, _ := filepath.Glob("../fixtures/wire/audit-*.json")
+	if len(fixtures) == 0 {
+		f.Fatal("no audit fixtures in ../fixtures/wire")
+	}
+	for _, name := range fixtures {
+		b, err := os.ReadFile(name)
 		if err != nil {
 			f.Fatal(err)
 		}

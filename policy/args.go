@@ -6,11 +6,13 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"boxmaker/wire"
 )
 
 // Args are one call's parsed arguments: ReadFileArgs, WriteFileArgs,
-// ShellArgs or HTTPFetchArgs. The set is closed: only this package
-// implements it.
+// ShellArgs, HTTPFetchArgs, RememberArgs or RecallArgs. The set is closed:
+// only this package implements it.
 type Args interface {
 	Tool() Tool
 	isArgs()
@@ -33,15 +35,43 @@ type ShellArgs struct {
 // URL's host, as ParseURL found it.
 type HTTPFetchArgs struct{ URL, Host string }
 
+// RememberArgs are remember's arguments: {"title": "<text>", "text":
+// "<text>", "id": "<note id>"}; ID is nil when absent (a new note), else
+// the note it replaces.
+type RememberArgs struct {
+	Title, Text string
+	ID          *string
+}
+
+// RecallArgs are recall's arguments: exactly one of {"query": "<words>"}
+// (ID nil) and {"id": "<note id>"} (Query "").
+type RecallArgs struct {
+	Query string
+	ID    *string
+}
+
 func (ReadFileArgs) Tool() Tool  { return ReadFile }
 func (WriteFileArgs) Tool() Tool { return WriteFile }
 func (ShellArgs) Tool() Tool     { return Shell }
 func (HTTPFetchArgs) Tool() Tool { return HTTPFetch }
+func (RememberArgs) Tool() Tool  { return Remember }
+func (RecallArgs) Tool() Tool    { return Recall }
 
 func (ReadFileArgs) isArgs()  {}
 func (WriteFileArgs) isArgs() {}
 func (ShellArgs) isArgs()     {}
 func (HTTPFetchArgs) isArgs() {}
+func (RememberArgs) isArgs()  {}
+func (RecallArgs) isArgs()    {}
+
+// The bounds of the memory tools' arguments, in bytes. A title is a line,
+// a note a page or so; a query is a few words. Text may be empty (a note
+// that is only its title).
+const (
+	MaxNoteTitle = 200
+	MaxNoteText  = 16384
+	MaxQuery     = 500
+)
 
 // argString is one string member. Its own unmarshaler refuses null, numbers
 // and everything else but a JSON string, and records that the member was
@@ -80,6 +110,15 @@ type (
 	}
 	httpFetchJSON struct {
 		URL argString `json:"url"`
+	}
+	rememberJSON struct {
+		Title argString `json:"title"`
+		Text  argString `json:"text"`
+		ID    argString `json:"id"`
+	}
+	recallJSON struct {
+		Query argString `json:"query"`
+		ID    argString `json:"id"`
 	}
 )
 
@@ -153,8 +192,73 @@ func parseArgs(tool Tool, v jsontext.Value) (Args, error) {
 			return nil, fmt.Errorf("url %w", err)
 		}
 		return HTTPFetchArgs{a.URL.v, host}, nil
+	case Remember:
+		return parseRemember(v)
+	case Recall:
+		return parseRecall(v)
 	}
 	return nil, fmt.Errorf("unknown tool %d", tool)
+}
+
+func parseRemember(v jsontext.Value) (Args, error) {
+	var a rememberJSON
+	if err := decode(v, &a); err != nil {
+		return nil, err
+	}
+	if err := errors.Join(need("title", a.Title), need("text", a.Text)); err != nil {
+		return nil, err
+	}
+	err := errors.Join(bounded("title", a.Title.v, 1, MaxNoteTitle), bounded("text", a.Text.v, 0, MaxNoteText))
+	if err != nil {
+		return nil, err
+	}
+	r := RememberArgs{Title: a.Title.v, Text: a.Text.v}
+	if a.ID.set {
+		if err := checkNoteID(a.ID.v); err != nil {
+			return nil, err
+		}
+		id := a.ID.v
+		r.ID = &id
+	}
+	return r, nil
+}
+
+func parseRecall(v jsontext.Value) (Args, error) {
+	var a recallJSON
+	if err := decode(v, &a); err != nil {
+		return nil, err
+	}
+	switch {
+	case a.Query.set && a.ID.set, !a.Query.set && !a.ID.set:
+		return nil, errors.New(`exactly one of "query" and "id" is required`)
+	case a.ID.set:
+		if err := checkNoteID(a.ID.v); err != nil {
+			return nil, err
+		}
+		id := a.ID.v
+		return RecallArgs{ID: &id}, nil
+	}
+	if err := bounded("query", a.Query.v, 1, MaxQuery); err != nil {
+		return nil, err
+	}
+	return RecallArgs{Query: a.Query.v}, nil
+}
+
+// bounded checks that s is lo to hi bytes long.
+func bounded(name, s string, lo, hi int) error {
+	if len(s) < lo || len(s) > hi {
+		return fmt.Errorf("%s must be %d to %d bytes, not %d", name, lo, hi, len(s))
+	}
+	return nil
+}
+
+// checkNoteID: a note id has the form of every id (wire.ValidID), so it can
+// name a file under memory/notes/ and nothing else.
+func checkNoteID(id string) error {
+	if !wire.ValidID(id) {
+		return errors.New(`id must be 1 to 64 characters of [a-z0-9-]`)
+	}
+	return nil
 }
 
 func decode(v jsontext.Value, dst any) error {

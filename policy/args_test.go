@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"boxmaker/policy"
@@ -66,7 +67,42 @@ var argCases = []struct {
 	{policy.HTTPFetch, `{"URL":"https://example.com/"}`, nil},
 	{policy.HTTPFetch, `{}`, nil},
 	{policy.HTTPFetch, `{"url":"https://example.com/","method":"POST"}`, nil},
+	// Issue 17's memory tools.
+	{policy.Remember, `{"title":"Kyle","text":"likes tea"}`, policy.RememberArgs{Title: "Kyle", Text: "likes tea"}},
+	{policy.Remember, `{"text":"","title":"t"}`, policy.RememberArgs{Title: "t"}},
+	{policy.Remember, `{"title":"t","text":"x","id":"n-1"}`, policy.RememberArgs{"t", "x", ptr("n-1")}},
+	{policy.Remember, `{"title":"` + strings.Repeat("a", 200) + `","text":"` + strings.Repeat("b", 16384) + `"}`,
+		policy.RememberArgs{Title: strings.Repeat("a", 200), Text: strings.Repeat("b", 16384)}},
+	{policy.Remember, `{"title":"` + strings.Repeat(`\u00e9`, 100) + `","text":""}`, policy.RememberArgs{Title: strings.Repeat("é", 100)}},
+	{policy.Remember, `{"title":"` + strings.Repeat("a", 201) + `","text":""}`, nil},
+	{policy.Remember, `{"title":"` + strings.Repeat(`\u00e9`, 101) + `","text":""}`, nil},
+	{policy.Remember, `{"title":"t","text":"` + strings.Repeat("b", 16385) + `"}`, nil},
+	{policy.Remember, `{"title":"","text":"x"}`, nil},
+	{policy.Remember, `{"title":"t"}`, nil},
+	{policy.Remember, `{"text":"x"}`, nil},
+	{policy.Remember, `{"title":"t","text":"x","id":""}`, nil},
+	{policy.Remember, `{"title":"t","text":"x","id":"N-1"}`, nil},
+	{policy.Remember, `{"title":"t","text":"x","id":"../core"}`, nil},
+	{policy.Remember, `{"title":"t","text":"x","id":null}`, nil},
+	{policy.Remember, `{"title":"t","text":"x","label":"trusted"}`, nil},
+	{policy.Remember, `{"title":"t","text":"x","untrusted":false}`, nil},
+	{policy.Remember, `{"Title":"t","text":"x"}`, nil},
+	{policy.Remember, `{"title":"t","text":"x","title":"u"}`, nil},
+	{policy.Remember, `{"title":"t","text":"\ud800"}`, nil},
+	{policy.Recall, `{"query":"tea"}`, policy.RecallArgs{Query: "tea"}},
+	{policy.Recall, `{"id":"n-1"}`, policy.RecallArgs{ID: ptr("n-1")}},
+	{policy.Recall, `{"query":"` + strings.Repeat("q", 500) + `"}`, policy.RecallArgs{Query: strings.Repeat("q", 500)}},
+	{policy.Recall, `{"query":"` + strings.Repeat("q", 501) + `"}`, nil},
+	{policy.Recall, `{"query":""}`, nil},
+	{policy.Recall, `{}`, nil},
+	{policy.Recall, `{"query":"tea","id":"n-1"}`, nil},
+	{policy.Recall, `{"id":"n_1"}`, nil},
+	{policy.Recall, `{"id":"` + strings.Repeat("a", 65) + `"}`, nil},
+	{policy.Recall, `{"query":null}`, nil},
+	{policy.Recall, `{"query":"tea","limit":5}`, nil},
+	{policy.Recall, `{"path":"/a"}`, nil},
 	{0, `{"path":"/a"}`, nil},
+	{7, `{"query":"tea"}`, nil},
 	{9, `{"path":"/a"}`, nil},
 }
 

@@ -85,7 +85,10 @@ func checkGrant(data []byte, g wire.Grant) []problem {
 	}
 	tool, known := ParseTool(g.Tool)
 	if !known { // rule 3
-		add(keyLine(data, "tool"), "tool", "%q is not one of read_file, write_file, shell, http_fetch", g.Tool)
+		add(keyLine(data, "tool"), "tool", "%q is not one of %s", g.Tool, strings.Join(toolNames[1:], ", "))
+	}
+	if g.Job != nil && !wire.ValidID(*g.Job) { // issue 17: a job-scoped grant
+		add(keyLine(data, "job"), "job", "%q is not a valid job name (1 to 64 characters of [a-z0-9-])", *g.Job)
 	}
 	checkSecret(data, g, tool, known, add) // rule 4, as issue 15 has it
 	c := g.Constraints
@@ -131,7 +134,8 @@ const (
 )
 
 // takes is rule 6's table: which constraints each tool requires, allows or
-// forbids.
+// forbids. remember and recall take none: brokerd runs them itself, on its
+// own notes directory, so there is no path, host or pattern to narrow.
 func takes(t Tool) (paths, hosts constraintRule) {
 	switch t {
 	case ReadFile, WriteFile:
@@ -140,6 +144,8 @@ func takes(t Tool) (paths, hosts constraintRule) {
 		return mayHave, mustNotHave
 	case HTTPFetch:
 		return mustNotHave, mustHave
+	case Remember, Recall:
+		return mustNotHave, mustNotHave
 	}
 	return mustNotHave, mustNotHave
 }

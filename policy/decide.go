@@ -22,8 +22,8 @@ func Decide(grantsDir string, req wire.ToolRequest, st State, now wire.Timestamp
 
 // decideSet decides against a set already loaded; set is nil when invalid.
 // secretCheck says whether a secret can be read now; nil checks nothing.
-func decideSet(set *GrantSet, problems []wire.GrantProblem, secretCheck func(SecretUse) error, req wire.ToolRequest, st State, now wire.Timestamp) Decision {
-	d := &decision{req: req, state: st}
+func decideSet(set *GrantSet, problems []wire.GrantProblem, secretCheck func(SecretUse) error, scope Scope, req wire.ToolRequest, st State, now wire.Timestamp) Decision {
+	d := &decision{req: req, state: st, scope: scope}
 	deny := func(r wire.DenyReason) Decision {
 		d.outcome = wire.OutcomeDenied{Reason: r}
 		return Decision{d}
@@ -47,7 +47,7 @@ func decideSet(set *GrantSet, problems []wire.GrantProblem, secretCheck func(Sec
 		return deny(wire.InvalidArguments)
 	}
 	d.args = args
-	m, reason := matchGrants(set, args, st.Taint, now)
+	m, reason := matchGrants(set, scope, args, st.Taint, now)
 	if m == nil {
 		return deny(reason)
 	}
@@ -72,7 +72,7 @@ func decideSet(set *GrantSet, problems []wire.GrantProblem, secretCheck func(Sec
 }
 
 // Redecide decides prev's request again, with the grants and state as they
-// are now, after the owner approved it (M3a §6). An ask or auto outcome may
+// are now and in prev's scope, after the owner approved it (M3a §6). An ask or auto outcome may
 // run, under the grant matched now; any denial denies. prev must be an ask
 // decision from Decide, and each can be re-decided once: a second Redecide,
 // or one of anything else, returns an error and the zero Decision.
@@ -92,7 +92,7 @@ func (g *GrantsDir) Redecide(prev Decision, st State, now wire.Timestamp) (Decis
 	if !p.claimed.CompareAndSwap(false, true) {
 		return Decision{}, ErrAlreadyClaimed
 	}
-	d := g.Decide(p.req, st, now)
+	d := g.DecideIn(p.scope, p.req, st, now)
 	switch d.d.outcome.(type) {
 	case wire.OutcomeAsk, wire.OutcomeAllowed:
 		d.d.approved = true

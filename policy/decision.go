@@ -18,6 +18,7 @@ type Decision struct{ d *decision }
 type decision struct {
 	req      wire.ToolRequest
 	state    State
+	scope    Scope
 	outcome  wire.DecisionRecord
 	argsErr  error
 	problems []wire.GrantProblem
@@ -95,6 +96,15 @@ func (d Decision) State() State {
 		return State{}
 	}
 	return d.d.state
+}
+
+// Scope is the scope the decision was made in; Scope{} (interactive) for
+// the zero Decision.
+func (d Decision) Scope() Scope {
+	if d.d == nil {
+		return Scope{}
+	}
+	return d.d.scope
 }
 
 // Args are the parsed arguments, or nil when they were not parsed (a denial

@@ -17,6 +17,11 @@ func DecideGrants(grants map[string]wire.Grant, protected *Protected, req wire.T
 
 // DecideGrantsWith is DecideGrants with check as the secret check.
 func DecideGrantsWith(grants map[string]wire.Grant, protected *Protected, check func(SecretUse) error, req wire.ToolRequest, st State, now wire.Timestamp) Decision {
+	return DecideGrantsIn(grants, protected, check, Scope{}, req, st, now)
+}
+
+// DecideGrantsIn is DecideGrantsWith in scope.
+func DecideGrantsIn(grants map[string]wire.Grant, protected *Protected, check func(SecretUse) error, scope Scope, req wire.ToolRequest, st State, now wire.Timestamp) Decision {
 	names := make([]string, 0, len(grants))
 	for id := range grants {
 		names = append(names, id)
@@ -27,7 +32,7 @@ func DecideGrantsWith(grants map[string]wire.Grant, protected *Protected, check 
 		g, ps := checkDecoded(name, nil, grants[names[i]], checkStem(name))
 		return name, g, append(ps, protected.problems(nil, g, nil)...)
 	})
-	return decideSet(set, problems, check, req, st, now)
+	return decideSet(set, problems, check, scope, req, st, now)
 }
 
 // HoldReads makes every GrantsDir read call hold once it has its result,

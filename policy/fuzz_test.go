@@ -117,6 +117,16 @@ func FuzzParseArgs(f *testing.F) {
 			}
 		case policy.HTTPFetchArgs:
 			want = map[string]string{"url": a.URL, "host": a.Host}
+		case policy.RememberArgs:
+			want = map[string]string{"title": a.Title, "text": a.Text}
+			if a.ID != nil {
+				want["id"] = *a.ID
+			}
+		case policy.RecallArgs:
+			want = map[string]string{"query": a.Query}
+			if a.ID != nil {
+				want = map[string]string{"id": *a.ID}
+			}
 		}
 		if len(got) != len(want) {
 			t.Fatalf("%q: parsed %v, oracle %v", raw, want, got)
@@ -173,6 +183,9 @@ func FuzzGrantFile(f *testing.F) {
 		shellHead + "secret_deliver = \"file\"\n[constraints]\npaths = [\"/a\"]\n",
 		shellHead + "secret_deliver = \"env\"\nsecret_header = \"A\"\n",
 		"tool = \"read_file\"\nmode = \"auto\"\nmax_taint = \"secret\"\nsecret_format = \"{}\"\n[constraints]\npaths = [\"/a\"]\n",
+		// Issue 17: the memory tools and job-scoped grants.
+		"tool = \"remember\"\nmode = \"ask\"\nmax_taint = \"private\"\njob = \"daily-digest\"\n",
+		"tool = \"recall\"\nmode = \"auto\"\nmax_taint = \"secret\"\njob = \"Daily\"\n[constraints]\npaths = [\"/a\"]\n",
 	} {
 		f.Add([]byte(seed))
 	}

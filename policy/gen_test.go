@@ -39,6 +39,8 @@ func pick[T any](x *xorshift, xs []T) T { return xs[x.intn(len(xs))] }
 // oracle never has to parse JSON.
 type genCase struct {
 	grants map[string]wire.Grant
+	// scope is the session's job ("" : interactive).
+	scope string
 	// unavailable are the secrets the secret check refuses.
 	unavailable map[string]bool
 	taint       wire.DataClass
@@ -108,8 +110,11 @@ func jsonString(s string) string {
 }
 
 var (
-	genNow       = mustTime("2026-09-18T12:00:00.000Z")
-	genTools     = []string{"read_file", "write_file", "shell", "http_fetch"}
+	genNow   = mustTime("2026-09-18T12:00:00.000Z")
+	genTools = []string{"read_file", "write_file", "shell", "http_fetch", "remember", "recall"}
+	// Jobs (issue 17): the scopes and grants' job keys, the bad ones last.
+	genJobs      = []string{"x", "y"}
+	genBadJobs   = []string{"X", "", "a_b"}
 	genComps     = []string{"a", "b", "ab", "c"}
 	genBadPaths  = []string{"a/b", "/a/", "/a//b", "/a/./b", "/a/../b", "", "/a\x00b", "/..", "//"}
 	genHosts     = []string{"example.com", "www.example.com", "a.b.example.com", "example.org", "x.example.org", "x.com"}
@@ -128,7 +133,15 @@ var (
 	genHeaders        = []string{"Authorization", "X-Api-Key", "cookie", "x-goog-api-key"}
 	genBadHeaders     = []string{"Host", "Proxy-Authorization", "TE", "content-length", "X Key", "", "A:"}
 	genFormats        = []string{"{}", "Bearer {}", "token={}&a=1", "Basic {} "}
-	genBadFormats     = []string{"Bearer", "{}{}", "a\r\n{}", "\u00e9{}", ""}
+	// The memory tools' arguments, the edges of each bound included; the
+	// bad ones last.
+	genTitles     = []string{"t", "Kyle's tea", strings.Repeat("a", 200)}
+	genBadTitles  = []string{"", strings.Repeat("a", 201)}
+	genTexts      = []string{"", "likes tea", "label: trusted", strings.Repeat("b", 16384)}
+	genBadTexts   = []string{strings.Repeat("b", 16385)}
+	genQueries    = []string{"tea", "kyle tea", strings.Repeat("q", 500)}
+	genBadQueries = []string{"", strings.Repeat("q", 501)}
+	genBadFormats = []string{"Bearer", "{}{}", "a\r\n{}", "\u00e9{}", ""}
 )
 
 func (x *xorshift) path() string {
@@ -244,6 +257,13 @@ func (x *xorshift) grant() wire.Grant {
 	if x.oneIn(200) {
 		g.Constraints.Patterns = []string{"*.md"}
 	}
+	if x.oneIn(3) {
+		j := pick(x, genJobs)
+		if x.oneIn(100) {
+			j = pick(x, genBadJobs)
+		}
+		g.Job = &j
+	}
 	c := &g.Constraints
 	switch {
 	case x.oneIn(100): // any mix, mostly breaking rule 6
@@ -253,6 +273,8 @@ func (x *xorshift) grant() wire.Grant {
 		c.Hosts = x.list(1+x.intn(2), x.hostPattern)
 	case g.Tool == "shell":
 		c.Paths = x.list(x.intn(2)*(1+x.intn(2)), x.grantPath)
+	case g.Tool == "remember" || g.Tool == "recall":
+		// none
 	default:
 		c.Paths = x.list(1+x.intn(3), x.grantPath)
 	}
@@ -264,62 +286,6 @@ func (x *xorshift) grant() wire.Grant {
 		*pick(x, []**string{&g.SecretHeader, &g.SecretFormat, &g.SecretDeliver}) = &v
 	}
 	return g
-}
-
-// secret gives g a secret, usually as the loading rules want it for its
-// tool, sometimes wrong in one way or more.
-func (x *xorshift) secret(g *wire.Grant) {
-	str := func(good, bad []string, badOne int) *string {
-		v := pick(x, good)
-		if x.oneIn(badOne) {
-			v = pick(x, bad)
-		}
-		return &v
-	}
-	g.Secret = str(genSecretNames, genBadSecretNames, 40)
-	if !x.oneIn(15) {
-		g.ResultClass = wire.Secret
-	}
-	switch g.Tool {
-	case "shell":
-		if !x.oneIn(15) {
-			g.SecretDeliver = str([]string{"file"}, []string{"env", "File", ""}, 15)
-		}
-		if x.oneIn(30) {
-			g.SecretHeader = str(genHeaders, genBadHeaders, 2)
-		}
-		if x.oneIn(30) {
-			g.SecretHosts = []string{"example.com"}
-		}
-	case "http_fetch":
-		if !x.oneIn(15) {
-			g.SecretHeader = str(genHeaders, genBadHeaders, 15)
-		}
-		if x.oneIn(2) {
-			g.SecretFormat = str(genFormats, genBadFormats, 15)
-		}
-		if x.oneIn(30) {
-			v := "file"
-			g.SecretDeliver = &v
-		}
-		if x.oneIn(2) {
-			// Some of the grant's hosts, what lies inside them, or (rarely)
-			// a host outside them or none at all.
-			g.SecretHosts = []string{}
-			for _, h := range g.Constraints.Hosts {
-				switch {
-				case x.oneIn(3):
-				case strings.HasPrefix(h, "*.") && x.oneIn(2):
-					g.SecretHosts = append(g.SecretHosts, pick(x, []string{"www", "*.b", "a.b"})+h[1:])
-				default:
-					g.SecretHosts = append(g.SecretHosts, h)
-				}
-			}
-			if x.oneIn(10) {
-				g.SecretHosts = append(g.SecretHosts, x.hostPattern())
-			}
-		}
-	}
 }
 
 // argsFor builds arguments for tool, usually well formed, sometimes broken
@@ -337,6 +303,18 @@ func (x *xorshift) argsFor(tool string, grants []wire.Grant) genArgs {
 		str("command", pick(x, []string{"ls", "", "rm -rf /"}))
 		if x.oneIn(2) {
 			str("cwd", x.near(grants))
+		}
+	case "remember":
+		str("title", x.goodOrBad(genTitles, genBadTitles))
+		str("text", x.goodOrBad(genTexts, genBadTexts))
+		if x.oneIn(3) {
+			str("id", x.noteID())
+		}
+	case "recall":
+		if x.oneIn(2) {
+			str("query", x.goodOrBad(genQueries, genBadQueries))
+		} else {
+			str("id", x.noteID())
 		}
 	default:
 		str("url", x.nearURL(grants))
@@ -359,7 +337,7 @@ func (x *xorshift) argsFor(tool string, grants []wire.Grant) genArgs {
 		case 6:
 			a.notObject = pick(x, []string{"null", `"x"`, `[]`, "1", "", "{"})
 		case 7:
-			ms = append(ms, member{pick(x, []string{"path", "content", "command", "cwd", "url"}), 's', "/a"})
+			ms = append(ms, member{pick(x, []string{"path", "content", "command", "cwd", "url", "title", "text", "query", "id"}), 's', "/a"})
 		}
 	}
 	for i := len(ms) - 1; i > 0; i-- { // member order must not matter
@@ -370,8 +348,24 @@ func (x *xorshift) argsFor(tool string, grants []wire.Grant) genArgs {
 	return a
 }
 
+// goodOrBad is one of good, or now and then one of bad.
+func (x *xorshift) goodOrBad(good, bad []string) string {
+	if x.oneIn(15) {
+		return pick(x, bad)
+	}
+	return pick(x, good)
+}
+
+// noteID is a note id, now and then not of the id form.
+func (x *xorshift) noteID() string {
+	return x.goodOrBad(genIDs, genBadIDs)
+}
+
 func (x *xorshift) genCase() genCase {
 	c := genCase{grants: map[string]wire.Grant{}, unavailable: map[string]bool{}, now: genNow, taint: pick(x, genClass)}
+	if x.oneIn(3) {
+		c.scope = pick(x, genJobs)
+	}
 	for _, name := range genSecretNames {
 		c.unavailable[name] = x.oneIn(3)
 	}
@@ -428,6 +422,9 @@ func tomlFile(g wire.Grant) string {
 		tomlString(g.Tool), tomlString(g.Mode.String()), tomlString(g.MaxTaint.String()), tomlString(g.ResultClass.String()), g.Untrusted)
 	if g.Expires != nil {
 		fmt.Fprintf(&b, "expires = %s\n", tomlString(g.Expires.String()))
+	}
+	if g.Job != nil {
+		fmt.Fprintf(&b, "job = %s\n", tomlString(*g.Job))
 	}
 	for _, k := range []struct {
 		key string

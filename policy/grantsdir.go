@@ -250,12 +250,20 @@ func (g *GrantsDir) remember(names []string, files []parsed) {
 	}
 }
 
-// Decide reads the grants and decides req, as the package's Decide does.
+// Decide reads the grants and decides req for an interactive session, as
+// the package's Decide does: DecideIn(Scope{}, ...).
 func (g *GrantsDir) Decide(req wire.ToolRequest, st State, now wire.Timestamp) Decision {
+	return g.DecideIn(Scope{}, req, st, now)
+}
+
+// DecideIn reads the grants and decides req for a session in scope: only
+// the grants scope sees can match (Scope). The Decision remembers scope,
+// and Redecide decides again in it.
+func (g *GrantsDir) DecideIn(scope Scope, req wire.ToolRequest, st State, now wire.Timestamp) Decision {
 	set, problems, err := g.Load()
 	if err != nil {
 		// The directory itself is the problem; "." names it relative to itself.
 		problems = []wire.GrantProblem{{File: ".", Problem: err.Error()}}
 	}
-	return decideSet(set, problems, g.checker(), req, st, now)
+	return decideSet(set, problems, g.checker(), scope, req, st, now)
 }

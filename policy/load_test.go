@@ -34,7 +34,7 @@ func TestLoadingRules(t *testing.T) {
 		{"2 bad stem", "Notes.toml", head + "[constraints]\npaths = [\"/a\"]\n", 0, `the file stem "Notes" is not a valid grant id`},
 		{"2 empty stem", ".toml", head + "[constraints]\npaths = [\"/a\"]\n", 0, `the file stem "" is not a valid grant id`},
 		{"2 stem too long", strings.Repeat("a", 65) + ".toml", head + "[constraints]\npaths = [\"/a\"]\n", 0, "is not a valid grant id"},
-		{"3 unknown tool", "g.toml", "tool = \"exec\"\nmode = \"auto\"\nmax_taint = \"secret\"\n", 1, `tool: "exec" is not one of read_file, write_file, shell, http_fetch`},
+		{"3 unknown tool", "g.toml", "tool = \"exec\"\nmode = \"auto\"\nmax_taint = \"secret\"\n", 1, `tool: "exec" is not one of read_file, write_file, shell, http_fetch, remember, recall`},
 		{"4 secret on read_file", "g.toml", head + "result_class = \"secret\"\nsecret = \"api-key\"\n[constraints]\npaths = [\"/a\"]\n", 5, "secret: read_file cannot be given a secret; only shell and http_fetch can"},
 		{"5 patterns", "g.toml", head + "[constraints]\npaths = [\"/a\"]\npatterns = [\"*.md\"]\n", 6, "patterns are not supported"},
 		{"6 missing paths", "g.toml", head, 0, "constraints.paths: read_file requires at least one path"},
@@ -42,6 +42,17 @@ func TestLoadingRules(t *testing.T) {
 		{"7 relative path", "g.toml", head + "[constraints]\npaths = [\"/a\", \"b\"]\n", 5, `constraints.paths: "b" is not a valid absolute path: it is not absolute`},
 		{"7 path on its own line", "g.toml", head + "[constraints]\npaths = [\n  \"/a\",\n  \"/a/../b\",\n]\n", 7, `"/a/../b" is not a valid absolute path: it has a .. component`},
 		{"8 bad host", "g.toml", "tool = \"http_fetch\"\nmode = \"auto\"\nmax_taint = \"secret\"\n[constraints]\nhosts = [\"Example.com\"]\n", 5, `constraints.hosts: "Example.com" is not a valid host pattern`},
+		{"6 paths on remember", "g.toml", simple("remember", "paths = [\"/a\"]\n"), 6, "constraints.paths: remember takes no paths"},
+		{"6 hosts on recall", "g.toml", simple("recall", "hosts = [\"a.com\"]\n"), 6, "constraints.hosts: recall takes no hosts"},
+		{"5 patterns on recall", "g.toml", simple("recall", "patterns = [\"*\"]\n"), 6, "constraints.patterns: patterns are not supported"},
+		{"4 secret on remember", "g.toml", "tool = \"remember\"\nmode = \"auto\"\nmax_taint = \"secret\"\nresult_class = \"secret\"\nsecret = \"k\"\n", 5,
+			"secret: remember cannot be given a secret; only shell and http_fetch can"},
+		{"4 secret key on recall", "g.toml", "tool = \"recall\"\nmode = \"auto\"\nmax_taint = \"secret\"\nsecret_header = \"A\"\n", 4,
+			"secret_header: only a grant with a secret takes secret_header"},
+		{"job not an id", "g.toml", "tool = \"recall\"\nmode = \"auto\"\nmax_taint = \"secret\"\njob = \"Daily Digest\"\n", 4,
+			`job: "Daily Digest" is not a valid job name (1 to 64 characters of [a-z0-9-])`},
+		{"job empty", "g.toml", head + "job = \"\"\n[constraints]\npaths = [\"/a\"]\n", 4, `job: "" is not a valid job name`},
+		{"job not a string", "g.toml", head + "job = 7\n[constraints]\npaths = [\"/a\"]\n", 4, "job: must be a string"},
 		{"8 bad wildcard", "g.toml", "tool = \"http_fetch\"\nmode = \"auto\"\nmax_taint = \"secret\"\n[constraints]\nhosts = [\"*.com\"]\n", 5, `"*.com" is not a valid host pattern`},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
@@ -76,6 +87,8 @@ func TestRule6Table(t *testing.T) {
 		"write_file": {required, forbidden},
 		"shell":      {optional, forbidden},
 		"http_fetch": {forbidden, required},
+		"remember":   {forbidden, forbidden},
+		"recall":     {forbidden, forbidden},
 	}
 	ok := func(n need, present bool) bool {
 		return n == optional || n == required && present || n == forbidden && !present
@@ -124,7 +137,7 @@ func TestAllProblemsSorted(t *testing.T) {
 		`B.toml: the file stem "B" is not a valid grant id (1 to 64 characters of [a-z0-9-])`,
 		`a.toml:5: constraints.paths: "x" is not a valid absolute path: it is not absolute`,
 		`a.toml:6: constraints.patterns: patterns are not supported`,
-		`b.toml:1: tool: "exec" is not one of read_file, write_file, shell, http_fetch`,
+		`b.toml:1: tool: "exec" is not one of read_file, write_file, shell, http_fetch, remember, recall`,
 		`b.toml:4: secret: "K" is not a valid secret name (1 to 64 characters of [a-z0-9_-])`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

@@ -12,15 +12,15 @@ type match struct {
 }
 
 // matchGrants applies M3a §3, "Matching", to a valid set and parsed
-// arguments. It returns the winning grant, or nil and the reason for the
-// denial.
-func matchGrants(set *GrantSet, args Args, taint wire.DataClass, now wire.Timestamp) (*match, wire.DenyReason) {
+// arguments, in scope: only the grants scope sees take part. It returns the
+// winning grant, or nil and the reason for the denial.
+func matchGrants(set *GrantSet, scope Scope, args Args, taint wire.DataClass, now wire.Timestamp) (*match, wire.DenyReason) {
 	var best *grant
 	bestPath := ""
 	onlyExpiry, onlyTaint := false, false
 	for i := range set.grants {
 		g := &set.grants[i]
-		if g.tool != args.Tool() {
+		if g.tool != args.Tool() || !scope.sees(g.g) {
 			continue
 		}
 		// Each rule is evaluated in full, so a grant ruled out by expiry can
@@ -77,6 +77,8 @@ func newMatch(g *grant, args Args, path string, taint wire.DataClass) *match {
 		return &match{g: g, paths: []string{path}}
 	case ShellArgs:
 		return &match{g: g, paths: g.g.Constraints.Paths}
+	case RememberArgs, RecallArgs:
+		return &match{g: g} // no mount, no egress: brokerd runs them itself
 	}
 	return &match{g: g, hosts: hostsAt(g, taint)}
 }
@@ -124,6 +126,10 @@ func covers(g *grant, args Args, hosts []string) (path string, ok bool) {
 				return "", true
 			}
 		}
+	case RememberArgs, RecallArgs:
+		// Their grants have no constraints (rule 6): tool, taint and
+		// expiry decide.
+		return "", true
 	}
 	return "", false
 }

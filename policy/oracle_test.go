@@ -104,6 +104,7 @@ func oracleURLHost(u string) (string, bool) {
 var oracleRule6 = map[string][2]string{ // tool: paths rule, hosts rule
 	"read_file": {"required", "empty"}, "write_file": {"required", "empty"},
 	"shell": {"optional", "empty"}, "http_fetch": {"empty", "required"},
+	"remember": {"empty", "empty"}, "recall": {"empty", "empty"},
 }
 
 func oracleRuleOK(rule string, n int) bool {
@@ -113,6 +114,9 @@ func oracleRuleOK(rule string, n int) bool {
 func oracleGrantValid(id string, g wire.Grant) bool {
 	rules, known := oracleRule6[g.Tool]
 	if !reID.MatchString(id) || !known || !oracleSecretValid(g) || len(g.Constraints.Patterns) > 0 {
+		return false
+	}
+	if g.Job != nil && !reID.MatchString(*g.Job) {
 		return false
 	}
 	if !oracleRuleOK(rules[0], len(g.Constraints.Paths)) || !oracleRuleOK(rules[1], len(g.Constraints.Hosts)) {
@@ -212,6 +216,26 @@ var oracleSchema = map[string]map[string]bool{ // tool: member: required
 	"write_file": {"path": true, "content": true},
 	"shell":      {"command": true, "cwd": false},
 	"http_fetch": {"url": true},
+	"remember":   {"title": true, "text": true, "id": false},
+	"recall":     {"query": false, "id": false}, // exactly one: oracleMemoryArgs
+}
+
+// oracleMemoryArgs is what the memory tools ask of their members beyond
+// the schema: lengths in bytes, an id of the id form, and recall's one of
+// query or id.
+func oracleMemoryArgs(tool string, got map[string]string) bool {
+	if id, ok := got["id"]; ok && !reID.MatchString(id) {
+		return false
+	}
+	switch tool {
+	case "remember":
+		return len(got["title"]) >= 1 && len(got["title"]) <= 200 && len(got["text"]) <= 16384
+	case "recall":
+		q, hasQ := got["query"]
+		_, hasID := got["id"]
+		return hasQ != hasID && (!hasQ || len(q) >= 1 && len(q) <= 500)
+	}
+	return true
 }
 
 var (
@@ -244,6 +268,9 @@ func oracleArgs(tool string, a genArgs) (map[string]string, bool) {
 		if p, ok := got[name]; ok && !oraclePath(p) {
 			return nil, false
 		}
+	}
+	if !oracleMemoryArgs(tool, got) {
+		return nil, false
 	}
 	if u, ok := got["url"]; ok {
 		host, valid := oracleURLHost(u)
@@ -290,7 +317,10 @@ func oracleWith(c genCase, protected []string) expect {
 	var live []alive
 	onlyExpired, onlyTainted := false, false
 	for id, g := range c.grants {
-		if g.Tool != c.tool {
+		// A job's session sees only its job's grants; an interactive one
+		// only the grants without a job.
+		inScope := g.Job == nil && c.scope == "" || g.Job != nil && *g.Job == c.scope
+		if g.Tool != c.tool || !inScope {
 			continue
 		}
 		covered, e := oracleCovers(c.tool, g, args)
@@ -354,6 +384,8 @@ func oracleCovers(tool string, g wire.Grant, args map[string]string) (bool, expe
 		return best != "", expect{paths: []string{best}}
 	}
 	switch tool {
+	case "remember", "recall":
+		return true, expect{}
 	case "read_file":
 		return longest(args["path"], false)
 	case "write_file":

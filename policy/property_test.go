@@ -46,10 +46,23 @@ func TestPropertyInMemory(t *testing.T) {
 				for i := range *casesFlag / shards {
 					c := x.genCase()
 					req := request(c.tool, c.args.json())
-					d := policy.DecideGrantsWith(c.grants, protectedSet(t, c.given), c.check, req, policy.State{Taint: c.taint}, c.now)
+					d := policy.DecideGrantsIn(c.grants, protectedSet(t, c.given), c.check, policy.Scope{Job: c.scope}, req, policy.State{Taint: c.taint}, c.now)
 					local[outcomeName(d)]++
-					if want := oracleWith(c, c.protected); want.outcome == "allowed" && want.secret != nil {
+					want := oracleWith(c, c.protected)
+					if want.outcome == "allowed" && want.secret != nil {
 						local["allowed with a secret"]++
+					}
+					// Scope (issue 17): a job's session allowed by its
+					// grant, and a call a grant out of scope would have
+					// allowed.
+					if want.outcome == "allowed" && c.scope != "" {
+						local["allowed in a job"]++
+					}
+					if want.outcome == "allowed" && (c.tool == "remember" || c.tool == "recall") {
+						local["allowed a memory tool"]++
+					}
+					if want.outcome == "no_grant" && !onlyScope(c) {
+						local["no_grant by scope alone"]++
 					}
 					if !agree(t, c, c.protected, d) {
 						t.Fatalf("shard %d case %d disagrees; rerun with -policy.seed=%d", shard, i, seed)
@@ -66,11 +79,25 @@ func TestPropertyInMemory(t *testing.T) {
 	t.Logf("seed %d: %v", seed, counts)
 	// The generator must reach every outcome, or the test proves little.
 	for _, o := range []string{"allowed", "ask", "denied_by_grant", "no_grant", "grant_expired",
-		"taint_too_high", "invalid_arguments", "grants_invalid", "state_unreadable", "secret_unavailable", "allowed with a secret"} {
+		"taint_too_high", "invalid_arguments", "grants_invalid", "state_unreadable", "secret_unavailable", "allowed with a secret",
+		"allowed in a job", "allowed a memory tool", "no_grant by scope alone"} {
 		if counts[o] == 0 && *casesFlag >= 100_000 {
 			t.Errorf("no case ended %s; seed %d", o, seed)
 		}
 	}
+}
+
+// onlyScope reports whether c decides no_grant with every grant's job
+// dropped too: false means scope alone made it no_grant.
+func onlyScope(c genCase) bool {
+	unscoped := c
+	unscoped.scope = ""
+	unscoped.grants = map[string]wire.Grant{}
+	for id, g := range c.grants {
+		g.Job = nil
+		unscoped.grants[id] = g
+	}
+	return oracleWith(unscoped, c.protected).outcome == "no_grant"
 }
 
 // TestPropertyOnDisk: the same through real files and Decide, fewer cases.
@@ -96,7 +123,7 @@ func TestPropertyOnDisk(t *testing.T) {
 				// contains it.
 				g := policy.NewGrantsDir(dir, protectedSet(t, c.given))
 				g.SetSecretCheck(c.check)
-				d := g.Decide(request(c.tool, c.args.json()), policy.State{Taint: c.taint}, c.now)
+				d := g.DecideIn(policy.Scope{Job: c.scope}, request(c.tool, c.args.json()), policy.State{Taint: c.taint}, c.now)
 				if !agree(t, c, append(c.protected, dir), d) {
 					t.Fatalf("shard %d case %d disagrees; rerun with -policy.seed=%d", shard, i, seed)
 				}
@@ -141,7 +168,7 @@ func agree(t *testing.T, c genCase, protected []string, d policy.Decision) bool 
 		sameSecret(got.secret, want.secret) {
 		return true
 	}
-	t.Errorf("policy %+v, oracle %+v\ntool %q args %s taint %v protected %q\ngrants:", got, want, c.tool, c.args.json(), c.taint, protected)
+	t.Errorf("policy %+v, oracle %+v\ntool %q args %s taint %v scope %q protected %q\ngrants:", got, want, c.tool, c.args.json(), c.taint, c.scope, protected)
 	for id, g := range c.grants {
 		t.Errorf("  %q: %s", id, describe(g))
 	}
@@ -162,7 +189,11 @@ func describe(g wire.Grant) string {
 	if g.Expires != nil {
 		exp = g.Expires.String()
 	}
-	return g.Tool + " " + g.Mode.String() + " max " + g.MaxTaint.String() + " result " + g.ResultClass.String() + " expires " + exp +
+	job := "none"
+	if g.Job != nil {
+		job = tomlString(*g.Job)
+	}
+	return g.Tool + " " + g.Mode.String() + " max " + g.MaxTaint.String() + " result " + g.ResultClass.String() + " expires " + exp + " job " + job +
 		" paths " + quoteList(g.Constraints.Paths) + " hosts " + quoteList(g.Constraints.Hosts) + describeSecret(g)
 }
 

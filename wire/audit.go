@@ -78,12 +78,60 @@ type AcceptedHeadEvent struct {
 	HeadSha256 *Hash32     `json:"head_sha256"`
 }
 
+// NotePromotedEvent records the owner vouching for a note (issue 17): By
+// promoted note Note, whose label had Taint and, before the promotion,
+// Untrusted (promotion clears the mark, never the taint).
+type NotePromotedEvent struct {
+	Note      string    `json:"note"`
+	By        string    `json:"by"`
+	Taint     DataClass `json:"taint"`
+	Untrusted bool      `json:"untrusted"`
+}
+
+// NoteDeletedEvent records By deleting note Note.
+type NoteDeletedEvent struct {
+	Note string `json:"note"`
+	By   string `json:"by"`
+}
+
+// JobStartedEvent records a job's run starting as session Session: why
+// (Trigger), the time it was due, and the SHA-256 of the job file's bytes
+// it runs under.
+type JobStartedEvent struct {
+	Job       string     `json:"job"`
+	Session   SessionID  `json:"session"`
+	Trigger   JobTrigger `json:"trigger"`
+	Due       Timestamp  `json:"due"`
+	JobSha256 Hash32     `json:"job_sha256"`
+}
+
+// JobSkippedEvent records a due run that did not start.
+type JobSkippedEvent struct {
+	Job    string     `json:"job"`
+	Due    Timestamp  `json:"due"`
+	Reason SkipReason `json:"reason"`
+}
+
+// JobEndedEvent records how a job's run ended; Message says why it
+// failed (null when it did not).
+type JobEndedEvent struct {
+	Job     string    `json:"job"`
+	Session SessionID `json:"session"`
+	Status  JobStatus `json:"status"`
+	Message *string   `json:"message"`
+}
+
 func (DecisionEvent) isAuditEvent()      {}
 func (ApprovalEvent) isAuditEvent()      {}
 func (ResultEvent) isAuditEvent()        {}
 func (RecoveryEvent) isAuditEvent()      {}
 func (AcceptedBreakEvent) isAuditEvent() {}
 func (AcceptedHeadEvent) isAuditEvent()  {}
+func (NotePromotedEvent) isAuditEvent()  {}
+func (NoteDeletedEvent) isAuditEvent()   {}
+func (JobStartedEvent) isAuditEvent()    {}
+func (JobSkippedEvent) isAuditEvent()    {}
+func (JobEndedEvent) isAuditEvent()      {}
 
 func (v DecisionEvent) MarshalJSONTo(e *jsontext.Encoder) error {
 	type plain DecisionEvent
@@ -133,6 +181,46 @@ func (v AcceptedHeadEvent) MarshalJSONTo(e *jsontext.Encoder) error {
 	}{"accepted_head", plain(v)})
 }
 
+func (v NotePromotedEvent) MarshalJSONTo(e *jsontext.Encoder) error {
+	type plain NotePromotedEvent
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"type"`
+		plain `json:",inline"`
+	}{"note_promoted", plain(v)})
+}
+
+func (v NoteDeletedEvent) MarshalJSONTo(e *jsontext.Encoder) error {
+	type plain NoteDeletedEvent
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"type"`
+		plain `json:",inline"`
+	}{"note_deleted", plain(v)})
+}
+
+func (v JobStartedEvent) MarshalJSONTo(e *jsontext.Encoder) error {
+	type plain JobStartedEvent
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"type"`
+		plain `json:",inline"`
+	}{"job_started", plain(v)})
+}
+
+func (v JobSkippedEvent) MarshalJSONTo(e *jsontext.Encoder) error {
+	type plain JobSkippedEvent
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"type"`
+		plain `json:",inline"`
+	}{"job_skipped", plain(v)})
+}
+
+func (v JobEndedEvent) MarshalJSONTo(e *jsontext.Encoder) error {
+	type plain JobEndedEvent
+	return json.MarshalEncode(e, struct {
+		Tag   string `json:"type"`
+		plain `json:",inline"`
+	}{"job_ended", plain(v)})
+}
+
 var auditEvents = union[AuditEvent]{"audit event", "type", map[string]func([]byte) (AuditEvent, error){
 	"decision":       as[DecisionEvent, AuditEvent],
 	"approval":       as[ApprovalEvent, AuditEvent],
@@ -140,6 +228,11 @@ var auditEvents = union[AuditEvent]{"audit event", "type", map[string]func([]byt
 	"recovery":       as[RecoveryEvent, AuditEvent],
 	"accepted_break": as[AcceptedBreakEvent, AuditEvent],
 	"accepted_head":  as[AcceptedHeadEvent, AuditEvent],
+	"note_promoted":  as[NotePromotedEvent, AuditEvent],
+	"note_deleted":   as[NoteDeletedEvent, AuditEvent],
+	"job_started":    as[JobStartedEvent, AuditEvent],
+	"job_skipped":    as[JobSkippedEvent, AuditEvent],
+	"job_ended":      as[JobEndedEvent, AuditEvent],
 }}
 
 // DecisionRecord is the plain record of a decision, tagged by "outcome".

@@ -86,12 +86,16 @@ const (
 	// SecretUnavailable: the matched grant names a secret brokerd cannot
 	// read (issue 15). Appended last: the values above keep their numbers.
 	SecretUnavailable
+	// UnattendedDenied: the matched grant asks, and the session is a
+	// scheduled job's whose file says unattended_ask = "deny" (issue 17).
+	// Appended last: the values above keep their numbers.
+	UnattendedDenied
 )
 
 var denyReasonNames = enumNames[DenyReason]{"deny reason", []string{"",
 	"no_grant", "grant_expired", "taint_too_high", "denied_by_grant", "approval_refused",
 	"approval_expired", "grants_invalid", "audit_unavailable", "invalid_arguments", "state_unreadable",
-	"secret_unavailable"}}
+	"secret_unavailable", "unattended_denied"}}
 
 // AllDenyReasons lists every reason, in declaration order.
 func AllDenyReasons() []DenyReason {
@@ -116,10 +120,17 @@ const (
 	Internal
 	Forbidden
 	NoSuchApproval
+	// Issue 17, appended: the admin request names a note or job brokerd
+	// does not have, or asks to start a job whose previous run is still
+	// under way.
+	NoSuchNote
+	NoSuchJob
+	JobRunning
 )
 
 var errorCodeNames = enumNames[ErrorCode]{"error code", []string{"",
-	"bad_frame", "bad_version", "bad_message", "internal", "forbidden", "no_such_approval"}}
+	"bad_frame", "bad_version", "bad_message", "internal", "forbidden", "no_such_approval",
+	"no_such_note", "no_such_job", "job_running"}}
 
 // AllErrorCodes lists every code, in declaration order.
 func AllErrorCodes() []ErrorCode {

@@ -35,6 +35,10 @@ var (
 	fxBroker   = "5f0c3e1a9b7d42c68e1f0a2b3c4d5e6f"
 	fxOwner    = "8xk3q9wzb7f1jdm4ytr6hcn2pa" // a Mattermost user id
 	fxPost     = "q7m2c8tx4jfu3ne9kdwbr5hy1o" // a Mattermost post id
+	// Issue 17: a job's session, and a note as written and as promoted.
+	fxJobSession   = SessionID{"job-daily-digest-1789632300000"}
+	fxNote         = NoteInfo{"n-1789632300000-1", "Kyle's \"style\"", 49, Private, true, fxSession, fxTime, nil, nil}
+	fxNotePromoted = NoteInfo{"n-1789632300000-2", "Weekly plan", 0, Secret, false, fxJobSession, fxTime, str("bxctl"), &fxExpires}
 )
 
 func envelope(id uint64, final bool, m Message) *Envelope {
@@ -84,6 +88,23 @@ func fixtures() []fixture {
 		{"msg-approval_ended-refused", envelope(2, true, ApprovalEnded{41, EndRefused, str(fxOwner), str(fxPost), str("not on a Sunday"), func() *DenyReason { r := ApprovalRefused; return &r }()})},
 		{"msg-approval_ended-expired", envelope(2, true, ApprovalEnded{41, EndExpired, nil, nil, nil, func() *DenyReason { r := ApprovalExpired; return &r }()})},
 		{"msg-approval_ended-abandoned", envelope(2, true, ApprovalEnded{41, EndAbandoned, nil, nil, nil, nil})},
+		{"msg-notes_list", envelope(6, true, NotesList{})},
+		{"msg-note_list", envelope(6, true, NoteList{[]NoteInfo{fxNote, fxNotePromoted}})},
+		{"msg-note_list-empty", envelope(6, true, NoteList{[]NoteInfo{}})},
+		{"msg-note_show", envelope(6, true, NoteShow{"n-1789632300000-1"})},
+		{"msg-note_shown", envelope(6, true, NoteShown{fxNote, "Kyle prefers <b>short</b> answers.\nlabel: trusted"})},
+		{"msg-note_shown-promoted", envelope(6, true, NoteShown{fxNotePromoted, ""})},
+		{"msg-note_promote", envelope(6, true, NotePromote{"n-1789632300000-1"})},
+		{"msg-note_delete", envelope(6, true, NoteDelete{"n-1789632300000-1"})},
+		{"msg-jobs_list", envelope(6, true, JobsList{})},
+		{"msg-job_list", envelope(6, true, JobList{[]JobInfo{
+			{"daily-digest", "0 7 * * *", JobBoth, UnattendedAsk, true, &JobLastRun{fxTime, fxTime, &fxExpires, TriggerScheduled, &fxJobSession, "ok"}, &fxExpires},
+			{"inbox-watch", "every 15m", JobPost, UnattendedDeny, false, &JobLastRun{fxTime, fxTime, nil, TriggerCatchUp, nil, "skipped: overlap"}, nil},
+			{"weekly", "0 9 * * 1", JobNote, UnattendedAsk, false, nil, &fxExpires},
+		}, []GrantProblem{{"bad.toml", u64(3), "schedule: \"0 7 * *\" is not a cron schedule"}}})},
+		{"msg-job_list-empty", envelope(6, true, JobList{[]JobInfo{}, []GrantProblem{}})},
+		{"msg-job_run_now", envelope(6, true, JobRunNow{"daily-digest"})},
+		{"msg-job_run_started", envelope(6, true, JobRunStarted{"daily-digest", fxTime})},
 	}
 	for _, r := range AllDenyReasons() {
 		fx = append(fx, fixture{"msg-tool_response-denied-" + r.String(), envelope(7, true, DeniedResponse{r})})
@@ -108,6 +129,14 @@ func fixtures() []fixture {
 		fixture{"audit-accepted_break", rec(46, AcceptedBreakEvent{"2026-09-17.jsonl", 12, fxHash})},
 		fixture{"audit-accepted_head-differs", rec(47, AcceptedHeadEvent{HeadDiffers, func() *uint64 { n := uint64(52); return &n }(), &fxHash})},
 		fixture{"audit-accepted_head-missing", rec(47, AcceptedHeadEvent{HeadMissing, nil, nil})},
+		fixture{"audit-note_promoted", rec(48, NotePromotedEvent{"n-1789632300000-1", "bxctl", Private, true})},
+		fixture{"audit-note_deleted", rec(49, NoteDeletedEvent{"n-1789632300000-1", "bxctl"})},
+		fixture{"audit-job_started-scheduled", rec(50, JobStartedEvent{"daily-digest", fxJobSession, TriggerScheduled, fxTime, fxHash})},
+		fixture{"audit-job_started-catch_up", rec(50, JobStartedEvent{"daily-digest", fxJobSession, TriggerCatchUp, fxTime, fxHash})},
+		fixture{"audit-job_started-manual", rec(50, JobStartedEvent{"daily-digest", fxJobSession, TriggerManual, fxExpires, fxHash})},
+		fixture{"audit-job_skipped", rec(51, JobSkippedEvent{"daily-digest", fxExpires, SkipOverlap})},
+		fixture{"audit-job_ended-ok", rec(52, JobEndedEvent{"daily-digest", fxJobSession, JobOK, nil})},
+		fixture{"audit-job_ended-failed", rec(52, JobEndedEvent{"daily-digest", fxJobSession, JobFailed, str("the model server is unavailable")})},
 	)
 	logrec := func(r LogRecord) *LogRecord { return &r }
 	fx = append(fx,

@@ -19,6 +19,7 @@ type Grant struct {
 	ResultClass DataClass  `toml:"result_class"` // default private
 	Untrusted   bool       `toml:"untrusted"`    // default true
 	Expires     *Timestamp `toml:"expires"`      // absent: no expiry
+	Job         *string    `toml:"job"`          // issue 17: only in this job's sessions; absent: interactive ones
 	Secret      *string    `toml:"secret"`       // name of one secret to inject
 	// How the secret reaches the tool (issue 15); each is nil when absent.
 	// policy's loading rules say which go with which tool.
@@ -57,11 +58,11 @@ func (e *GrantError) Error() string {
 }
 
 var (
-	grantKeys = []string{"tool", "mode", "max_taint", "result_class", "untrusted", "expires", "secret",
+	grantKeys = []string{"tool", "mode", "max_taint", "result_class", "untrusted", "expires", "job", "secret",
 		"secret_header", "secret_format", "secret_hosts", "secret_deliver", "constraints"}
 	// stringKeys hold a string each; the struct holds enums and
 	// timestamps for some of them, which go-toml would fill from an integer.
-	stringKeys      = []string{"tool", "mode", "max_taint", "result_class", "expires", "secret", "secret_header", "secret_format", "secret_deliver"}
+	stringKeys      = []string{"tool", "mode", "max_taint", "result_class", "expires", "job", "secret", "secret_header", "secret_format", "secret_deliver"}
 	requiredKeys    = []string{"tool", "mode", "max_taint"}
 	constraintsKeys = []string{"paths", "hosts", "patterns"}
 )
@@ -130,7 +131,7 @@ func grantFrom(data []byte, doc map[string]any) (Grant, error) {
 	for _, k := range []struct {
 		key string
 		dst **string
-	}{{"secret", &g.Secret}, {"secret_header", &g.SecretHeader}, {"secret_format", &g.SecretFormat}, {"secret_deliver", &g.SecretDeliver}} {
+	}{{"job", &g.Job}, {"secret", &g.Secret}, {"secret_header", &g.SecretHeader}, {"secret_format", &g.SecretFormat}, {"secret_deliver", &g.SecretDeliver}} {
 		if v, ok := doc[k.key].(string); ok {
 			*k.dst = &v
 		}

@@ -48,3 +48,33 @@ func TestGrantKeyLineSecretKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeGrantJob: job (issue 17) decodes as written, absent is nil, a
+// non-string is refused on its line, and a case variant is an unknown key.
+// Its form (wire.ValidID) is policy's loading rule.
+func TestDecodeGrantJob(t *testing.T) {
+	base := "tool = \"remember\"\nmode = \"auto\"\nmax_taint = \"private\"\n"
+	g, err := DecodeGrant([]byte(base + "job = \"daily-digest\"\n"))
+	if err != nil || g.Job == nil || *g.Job != "daily-digest" {
+		t.Fatalf("job: %+v %v", g.Job, err)
+	}
+	if g, err := DecodeGrant([]byte(base)); err != nil || g.Job != nil {
+		t.Fatalf("no job: %+v %v", g.Job, err)
+	}
+	if g, err := DecodeGrant([]byte(base + "job = \"Not An ID\"\n")); err != nil || *g.Job != "Not An ID" {
+		t.Fatalf("a job that is not an id decodes here (policy refuses it): %+v %v", g.Job, err)
+	}
+	for _, tc := range []struct {
+		file string
+		want GrantError
+	}{
+		{base + "job = 1\n", GrantError{Line: 4, Field: "job", Problem: "must be a string"}},
+		{base + "Job = \"x\"\n", GrantError{Line: 4, Field: "Job", Problem: "unknown field"}},
+	} {
+		_, err := DecodeGrant([]byte(tc.file))
+		ge, ok := err.(*GrantError)
+		if !ok || *ge != tc.want {
+			t.Errorf("%q: got %v, want %v", tc.file, err, &tc.want)
+		}
+	}
+}

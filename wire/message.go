@@ -48,6 +48,18 @@ const (
 	KindApprovalPosted  = "approval_posted"
 	KindOwnerAnswer     = "owner_answer"
 	KindApprovalEnded   = "approval_ended"
+
+	// admin.sock, memory and jobs (wire/jobs.go, issue 17)
+	KindNotesList     = "notes_list"
+	KindNoteList      = "note_list"
+	KindNoteShow      = "note_show"
+	KindNoteShown     = "note_shown"
+	KindNotePromote   = "note_promote"
+	KindNoteDelete    = "note_delete"
+	KindJobsList      = "jobs_list"
+	KindJobList       = "job_list"
+	KindJobRunNow     = "job_run_now"
+	KindJobRunStarted = "job_run_started"
 )
 
 // WireError reports a protocol or server error; the connection is closed after it.
@@ -80,6 +92,17 @@ var messages = map[string]func([]byte) (Message, error){
 	KindApprovalPosted:  as[ApprovalPosted, Message],
 	KindOwnerAnswer:     as[OwnerAnswer, Message],
 	KindApprovalEnded:   as[ApprovalEnded, Message],
+
+	KindNotesList:     as[NotesList, Message],
+	KindNoteList:      as[NoteList, Message],
+	KindNoteShow:      as[NoteShow, Message],
+	KindNoteShown:     as[NoteShown, Message],
+	KindNotePromote:   as[NotePromote, Message],
+	KindNoteDelete:    as[NoteDelete, Message],
+	KindJobsList:      as[JobsList, Message],
+	KindJobList:       as[JobList, Message],
+	KindJobRunNow:     as[JobRunNow, Message],
+	KindJobRunStarted: as[JobRunStarted, Message],
 }
 
 // MarshalEnvelope encodes e. Its message must be one of the kinds above.

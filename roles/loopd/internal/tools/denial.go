@@ -31,6 +31,10 @@ func DenialText(r wire.DenyReason) string {
 		// Not in M3a §8 (issue 15 adds the reason). The model learns
 		// nothing about the secret, not even its name.
 		return "Denied: a secret this call needs is not available; the owner has been told."
+	case wire.UnattendedDenied:
+		// Not in M3a §8 (issue 17 adds the reason): an ask grant matched
+		// in a scheduled job whose file says unattended_ask = "deny".
+		return "Denied: this call needs the owner's approval, and this scheduled job's file says to deny such calls rather than ask."
 	}
 	return "Denied: " + r.String() + "."
 }

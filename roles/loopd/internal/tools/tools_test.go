@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ func TestDenialTexts(t *testing.T) {
 		wire.AuditUnavailable:  "Denied: the audit log cannot be written; the owner has been told.",
 		wire.StateUnreadable:   "Denied: this session's broker state is damaged; the owner has been told.",
 		wire.SecretUnavailable: "Denied: a secret this call needs is not available; the owner has been told.",
+		wire.UnattendedDenied:  "Denied: this call needs the owner's approval, and this scheduled job's file says to deny such calls rather than ask.",
 	}
 	for _, r := range wire.AllDenyReasons() {
 		if got := DenialText(r); got != want[r] {
@@ -54,9 +56,55 @@ func TestCoreJSON(t *testing.T) {
 	if strings.Join(names, ",") != "clock,find_tool,call_tool" {
 		t.Fatalf("core tools %v", names)
 	}
+	var registered []string
 	for _, tool := range Registry {
 		if !json.Valid([]byte(tool.Schema)) {
 			t.Errorf("%s: schema is not JSON", tool.Name)
+		}
+		registered = append(registered, tool.Name)
+	}
+	// The registry's order is find_tool's: new tools are appended.
+	if got := strings.Join(registered, ","); got != "read_file,write_file,shell,http_fetch,remember,recall" {
+		t.Errorf("registry %s", got)
+	}
+}
+
+// TestMemoryToolSchemas: remember's and recall's schemas name exactly the
+// members policy's argument parser takes, with the same required ones.
+func TestMemoryToolSchemas(t *testing.T) {
+	type schema struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+		Required   []string                   `json:"required"`
+		OneOf      []struct {
+			Required []string `json:"required"`
+		} `json:"oneOf"`
+		Additional *bool `json:"additionalProperties"`
+	}
+	for _, tc := range []struct {
+		name, props, required, oneOf string
+	}{
+		{"remember", "id,text,title", "title,text", ""},
+		{"recall", "id,query", "", "query|id"},
+	} {
+		tool, ok := lookup(tc.name)
+		if !ok {
+			t.Fatalf("%s is not in the registry", tc.name)
+		}
+		var s schema
+		if err := json.Unmarshal([]byte(tool.Schema), &s); err != nil {
+			t.Fatal(err)
+		}
+		var props, one []string
+		for p := range s.Properties {
+			props = append(props, p)
+		}
+		sort.Strings(props)
+		for _, o := range s.OneOf {
+			one = append(one, strings.Join(o.Required, ","))
+		}
+		if strings.Join(props, ",") != tc.props || strings.Join(s.Required, ",") != tc.required ||
+			strings.Join(one, "|") != tc.oneOf || s.Additional == nil || *s.Additional {
+			t.Errorf("%s: properties %v, required %v, oneOf %v, additionalProperties %v", tc.name, props, s.Required, one, s.Additional)
 		}
 	}
 }
