@@ -64,6 +64,9 @@ func decideSet(set *GrantSet, problems []wire.GrantProblem, secretCheck func(Sec
 	case wire.Auto:
 		d.outcome = wire.OutcomeAllowed{}
 	case wire.Ask:
+		if scope.DenyAsks {
+			return deny(wire.UnattendedDenied)
+		}
 		d.outcome = wire.OutcomeAsk{}
 	default:
 		d.outcome = wire.OutcomeDenied{Reason: wire.DeniedByGrant}

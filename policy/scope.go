@@ -13,10 +13,23 @@ import "boxmaker/wire"
 // that gets a session into a job's scope gains nothing an interactive
 // session had, and the reverse. A grant out of scope never matches; when
 // nothing matches, the reason is no_grant as for any other call.
-type Scope struct{ Job string }
+//
+// Ended marks a job's session whose run is over (or whose run brokerd no
+// longer holds, after a restart): it sees no grant at all, so the session
+// cannot be used once its run has ended. DenyAsks is the job file's
+// unattended_ask = "deny": a call its grant would ask for is denied at once
+// with unattended_denied, since nobody may be there to answer.
+type Scope struct {
+	Job      string
+	Ended    bool
+	DenyAsks bool
+}
 
 // sees reports whether g applies in scope s.
 func (s Scope) sees(g wire.Grant) bool {
+	if s.Ended {
+		return false
+	}
 	if g.Job == nil {
 		return s.Job == ""
 	}

@@ -154,3 +154,35 @@ func TestMemoryToolsMatch(t *testing.T) {
 		})
 	}
 }
+
+// TestScopeEndedAndDenyAsks: a job's session whose run has ended sees no
+// grant, not even its job's; unattended_ask = "deny" turns the job's ask
+// into unattended_denied at once, and leaves auto and deny as they are.
+func TestScopeEndedAndDenyAsks(t *testing.T) {
+	const args = `{"query":"tea"}`
+	for _, tc := range []struct {
+		mode  string
+		scope policy.Scope
+		want  string
+	}{
+		{"auto", policy.Scope{Job: "x", Ended: true}, "no_grant"},
+		{"ask", policy.Scope{Job: "x", Ended: true}, "no_grant"},
+		{"deny", policy.Scope{Job: "x", Ended: true}, "no_grant"},
+		{"auto", policy.Scope{Job: "x", DenyAsks: true}, "allowed"},
+		{"ask", policy.Scope{Job: "x", DenyAsks: true}, "unattended_denied"},
+		{"deny", policy.Scope{Job: "x", DenyAsks: true}, "denied_by_grant"},
+		{"ask", policy.Scope{Job: "x", DenyAsks: true, Ended: true}, "no_grant"},
+		{"ask", policy.Scope{Job: "x"}, "ask"},
+	} {
+		t.Run(fmt.Sprintf("%s %+v", tc.mode, tc.scope), func(t *testing.T) {
+			dir := grantsDir(t, map[string]string{
+				"g.toml":           memoryGrant("recall", tc.mode, "secret", "x", ""),
+				"interactive.toml": memoryGrant("recall", "auto", "secret", "", ""),
+			})
+			d := policy.NewGrantsDir(dir, nil).DecideIn(tc.scope, request("recall", args), private, now)
+			if got := outcomeName(d); got != tc.want {
+				t.Fatalf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
