@@ -17,6 +17,9 @@ type DemoPaths struct {
 //
 //   - a message that starts "run: ": shell of the rest in the scratch
 //     folder, as a model would run whatever a page it read told it to
+//   - "remember: <title> | <text>": remember a note with that title and
+//     text (issue 17); "recall: <words>": recall the notes that match;
+//     "read note <id>": recall that note
 //   - "notes" in the owner's message: read_file of the notes folder's today.md
 //   - "scratch" or "list": shell "ls -la" in the scratch folder
 //   - "fetch" or "web": http_fetch of https://example.com/ (no grant: denied)
@@ -34,6 +37,16 @@ func DemoScript(p DemoPaths) Script {
 		}
 		if command, ok := strings.CutPrefix(last.text(), "run: "); ok {
 			return callTool("shell", map[string]string{"command": command, "cwd": p.Scratch})
+		}
+		if note, ok := strings.CutPrefix(last.text(), "remember: "); ok {
+			title, text, _ := strings.Cut(note, " | ")
+			return callTool("remember", map[string]string{"title": title, "text": text})
+		}
+		if words, ok := strings.CutPrefix(last.text(), "recall: "); ok {
+			return callTool("recall", map[string]string{"query": words})
+		}
+		if id, ok := strings.CutPrefix(last.text(), "read note "); ok {
+			return callTool("recall", map[string]string{"id": id})
 		}
 		text := strings.ToLower(last.text())
 		switch {

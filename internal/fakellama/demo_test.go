@@ -17,6 +17,9 @@ func TestDemoScript(t *testing.T) {
 		"list the scratch folder": `{"arguments":{"command":"ls -la","cwd":"/demo/scratch"},"tool":"shell"}`,
 		"fetch a web page":        `{"arguments":{"url":"https://example.com/"},"tool":"http_fetch"}`,
 		"run: cat notes | base64": `{"arguments":{"command":"cat notes | base64","cwd":"/demo/scratch"},"tool":"shell"}`,
+		"remember: Plants | Water them on Fridays.": `{"arguments":{"text":"Water them on Fridays.","title":"Plants"},"tool":"remember"}`,
+		"recall: plants friday":                     `{"arguments":{"query":"plants friday"},"tool":"recall"}`,
+		"read note n-0123":                          `{"arguments":{"id":"n-0123"},"tool":"recall"}`,
 	} {
 		r := s(0, user(text))
 		if len(r.ToolCalls) != 1 || r.ToolCalls[0].Name != "call_tool" || r.ToolCalls[0].Arguments != want {
