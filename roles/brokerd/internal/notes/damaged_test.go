@@ -152,3 +152,34 @@ func TestDeleteDamaged(t *testing.T) {
 		t.Errorf("reopen after Delete: rebuilt %v, %v", rebuilt, err)
 	}
 }
+
+// TestDamagedRestored: a damaged note whose file is restored by hand is
+// valid again for Get, and indexed again (Promote and Search see it).
+func TestDamagedRestored(t *testing.T) {
+	s, notesDir, indexDir := open(t)
+	l := label(t, wire.Public, true, "s", 1)
+	n, err := s.Put("", "alpha", "beta", l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(notesDir, n.ID+".json")
+	good := read(t, path)
+	write(t, path, "{")
+	if _, err := s.Get(n.ID); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("Get of the damaged note: %v", err)
+	}
+	write(t, path, string(good))
+	if got, err := s.Get(n.ID); err != nil || !reflect.DeepEqual(got, n) || len(s.Damaged()) != 0 {
+		t.Fatalf("Get of the restored note: %+v, %v, Damaged %v", got, err, s.Damaged())
+	}
+	p, err := s.Promote(n.ID, "owner", 2)
+	if err != nil || p.Untrusted() {
+		t.Fatalf("Promote: %+v, %v", p, err)
+	}
+	if got := mustSearch(t, s, "alpha beta"); len(got) != 1 || !reflect.DeepEqual(got[0], p) {
+		t.Errorf("Search = %+v, want the promoted note", got)
+	}
+	if _, rebuilt, err := Open(notesDir, indexDir); err != nil || rebuilt {
+		t.Errorf("reopen: rebuilt %v, %v", rebuilt, err)
+	}
+}

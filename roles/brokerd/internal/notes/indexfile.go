@@ -195,13 +195,14 @@ func (x *index) parseTerm(f []string, prev string) error {
 	tid := uint32(len(x.terms))
 	p := make([]posting, 0, len(f)-1)
 	for k, e := range f[1:] {
-		parts := strings.Split(e, ":")
-		if len(parts) != 3 {
+		ns, rest, ok1 := strings.Cut(e, ":")
+		tis, txs, ok2 := strings.Cut(rest, ":")
+		if !ok1 || !ok2 {
 			return fmt.Errorf("posting %q is not n:title:text", e)
 		}
-		n, err1 := parseUint(parts[0], uint64(len(x.docs)-1))
-		ti, err2 := parseUint(parts[1], MaxTitleBytes)
-		tx, err3 := parseUint(parts[2], MaxTextBytes)
+		n, err1 := parseUint(ns, uint64(len(x.docs)-1))
+		ti, err2 := parseUint(tis, MaxTitleBytes)
+		tx, err3 := parseUint(txs, MaxTextBytes)
 		if err := errors.Join(err1, err2, err3); err != nil || len(x.docs) == 0 {
 			return fmt.Errorf("posting %q: out of range", e)
 		}

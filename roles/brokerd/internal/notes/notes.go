@@ -283,6 +283,16 @@ func (s *Store) read(id string) (Note, error) {
 	n, err := readNoteFile(path, id)
 	switch {
 	case err == nil:
+		if _, bad := s.x.damaged[id]; bad {
+			// Listed as damaged, valid now (restored by hand): index it
+			// again, so that every valid note the store returns is indexed.
+			fi, err := os.Lstat(path)
+			if err != nil {
+				return Note{}, fmt.Errorf("notes: %w", err)
+			}
+			s.x.add(id, stamp{fi.Size(), fi.ModTime().UnixNano()}, n.Label.WrittenAt, n.Title, n.Text)
+			s.dirty = true
+		}
 		return n, nil
 	case errors.Is(err, os.ErrNotExist):
 		s.x.remove(id)
