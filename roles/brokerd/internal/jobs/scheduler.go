@@ -62,14 +62,14 @@ type Scheduler struct {
 
 	saveMu sync.Mutex // one state write at a time, of the latest state
 
-	mu        sync.Mutex
-	jobs      map[string]*entry
-	records   map[string]*stateRecord
-	running   map[string]bool
-	started   bool // Run was called
-	active    bool // Run is scheduling: runs may start
-	ctx       context.Context
-	wg        sync.WaitGroup // the runs in flight
+	mu      sync.Mutex
+	jobs    map[string]*entry
+	records map[string]*stateRecord
+	running map[string]bool
+	started bool // Run was called
+	active  bool // Run is scheduling: runs may start
+	ctx     context.Context
+	wg      sync.WaitGroup // the runs in flight
 }
 
 // New makes a scheduler for jobs, keeping its state at statePath
@@ -364,14 +364,22 @@ func (s *Scheduler) Replace(jobs []Job) error {
 	now := s.clock.Now()
 	for name, e := range set {
 		old := s.jobs[name]
-		switch {
-		case old != nil && old.job.Sha256 == e.job.Sha256 && old.job.Schedule.String() == e.job.Schedule.String():
+		rec := s.records[name]
+		if rec == nil {
+			rec = &stateRecord{Name: name, Checked: wire.TimestampOf(now)}
+			s.records[name] = rec
+		}
+		if old != nil && old.job.Sha256 == e.job.Sha256 && old.job.Schedule.String() == e.job.Schedule.String() {
 			e.next = old.next
-		case s.started:
+			continue
+		}
+		if s.started {
 			e.next = e.job.Schedule.Next(now)
 		}
-		if s.records[name] == nil {
-			s.records[name] = &stateRecord{Name: name, Checked: wire.TimestampOf(now)}
+		// The slots of a changed schedule before now were never due:
+		// a restart must not catch one of them up.
+		if ts := wire.TimestampOf(now); rec.Checked < ts {
+			rec.Checked = ts
 		}
 	}
 	for name := range s.records {

@@ -261,12 +261,19 @@ func TestSchedulerReplace(t *testing.T) {
 	h.run()
 	clock.to(t, t0.Add(8*time.Minute))
 	h.wantStarts(t0.Add(8*time.Minute), Scheduled, "gone", "keep")
+	clock.to(t, t0.Add(10*time.Minute))
 	made, _ := clock.state()
 	changed := job(t, "keep", "5m", false)
 	if err := h.s.Replace([]Job{changed, job(t, "new", "0 11 * * *", false)}); err != nil {
 		t.Fatal(err)
 	}
 	clock.waitIdle(t, made)
+	h.s.mu.Lock()
+	checked := h.s.records["keep"].Checked.Time()
+	h.s.mu.Unlock()
+	if !checked.Equal(t0.Add(10 * time.Minute)) {
+		t.Errorf("a changed job's slots before the change count as dealt with up to %s", checked)
+	}
 	st := h.s.Status()
 	if len(st) != 2 || st[0].Name != "keep" || !st[0].Next.Equal(t0.Add(13*time.Minute)) || st[0].Schedule != "every 5m0s" ||
 		st[1].Name != "new" || !st[1].Next.Equal(t0.Add(53*time.Minute)) {
@@ -293,7 +300,7 @@ func TestSchedulerReplace(t *testing.T) {
 	}
 	h.stop()
 	recs, err := readState(path)
-	if err != nil || len(recs) != 2 || recs["gone"] != nil || recs["new"] == nil || recs["new"].Checked.Time() != t0.Add(8*time.Minute) {
+	if err != nil || len(recs) != 2 || recs["gone"] != nil || recs["new"] == nil || !recs["new"].Checked.Time().Equal(t0.Add(10*time.Minute)) {
 		t.Errorf("state %v %v", recs, err)
 	}
 }
