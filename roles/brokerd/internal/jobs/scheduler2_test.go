@@ -1,4 +1,4 @@
-package jobs
+package jobs_test
 
 import (
 	"context"
@@ -7,18 +7,21 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"boxmaker/roles/brokerd/internal/jobs"
+	"boxmaker/roles/brokerd/internal/jobs/jobstest"
 )
 
 func TestSchedulerOverlapSkipped(t *testing.T) {
-	clock := newFakeClock(t0)
+	clock := jobstest.NewClock(t0)
 	h := newHarness(t, clock, statePath(t), job(t, "slow", "15m", false))
 	h.run()
-	clock.to(t, t0.Add(8*time.Minute))
-	h.wantStart(t0.Add(8*time.Minute), Scheduled, "slow")
-	clock.to(t, t0.Add(23*time.Minute)) // 10:30, the 10:15 run still going
+	clock.To(t, t0.Add(8*time.Minute))
+	h.wantStart(t0.Add(8*time.Minute), jobs.Scheduled, "slow")
+	clock.To(t, t0.Add(23*time.Minute)) // 10:30, the 10:15 run still going
 	select {
 	case r := <-h.skipped:
-		if !r.Due.Equal(t0.Add(23*time.Minute)) || r.Trigger != Scheduled || r.Job.Name != "slow" {
+		if !r.Due.Equal(t0.Add(23*time.Minute)) || r.Trigger != jobs.Scheduled || r.Job.Name != "slow" {
 			t.Errorf("skipped %+v", r)
 		}
 	case <-time.After(5 * time.Second):
@@ -33,8 +36,8 @@ func TestSchedulerOverlapSkipped(t *testing.T) {
 		t.Errorf("status %+v %+v", st, st.Last)
 	}
 	h.end(nil)
-	clock.to(t, t0.Add(38*time.Minute))
-	h.wantStart(t0.Add(38*time.Minute), Scheduled, "slow")
+	clock.To(t, t0.Add(38*time.Minute))
+	h.wantStart(t0.Add(38*time.Minute), jobs.Scheduled, "slow")
 	select {
 	case r := <-h.skipped:
 		t.Errorf("skipped again: %+v", r)
@@ -47,32 +50,32 @@ func TestSchedulerOverlapSkipped(t *testing.T) {
 // one without catch_up waits; one never seen before has nothing to catch up.
 func TestSchedulerCatchUp(t *testing.T) {
 	path := statePath(t)
-	clock := newFakeClock(t0)
+	clock := jobstest.NewClock(t0)
 	h := newHarness(t, clock, path, job(t, "catch", "15m", true), job(t, "nocatch", "15m", false))
 	h.run()
-	clock.to(t, t0.Add(8*time.Minute))
-	h.wantStarts(t0.Add(8*time.Minute), Scheduled, "catch", "nocatch")
+	clock.To(t, t0.Add(8*time.Minute))
+	h.wantStarts(t0.Add(8*time.Minute), jobs.Scheduled, "catch", "nocatch")
 	h.end(nil)
 	h.end(nil)
 	h.stop()
 
 	// Down from 10:15 until 12:20: 10:30 to 12:15 missed, eight slots.
-	clock = newFakeClock(time.Date(2026, 3, 2, 12, 20, 0, 0, time.UTC))
+	clock = jobstest.NewClock(time.Date(2026, 3, 2, 12, 20, 0, 0, time.UTC))
 	h = newHarness(t, clock, path, job(t, "catch", "15m", true), job(t, "nocatch", "15m", false), job(t, "fresh", "15m", true))
 	h.run()
-	h.wantStart(time.Date(2026, 3, 2, 10, 30, 0, 0, time.UTC), CatchUp, "catch")
+	h.wantStart(time.Date(2026, 3, 2, 10, 30, 0, 0, time.UTC), jobs.CatchUp, "catch")
 	h.wantNoStart()
 	if !h.logged("nocatch: missed its run due 2026-03-02T10:30:00.000Z while stopped; catch_up is false") {
 		t.Errorf("log %q", h.logs)
 	}
 	st := h.s.Status()
-	if st[0].Name != "catch" || st[0].Last.Trigger != CatchUp || !st[0].Last.Started.Equal(clock.Now()) || st[1].Name != "fresh" || st[1].Last != nil {
+	if st[0].Name != "catch" || st[0].Last.Trigger != jobs.CatchUp || !st[0].Last.Started.Equal(clock.Now()) || st[1].Name != "fresh" || st[1].Last != nil {
 		t.Errorf("status %+v", st)
 	}
 	h.end(nil)
 	// Then each runs at its next slot, catch-up or not.
-	clock.to(t, time.Date(2026, 3, 2, 12, 30, 0, 0, time.UTC))
-	h.wantStarts(time.Date(2026, 3, 2, 12, 30, 0, 0, time.UTC), Scheduled, "catch", "fresh", "nocatch")
+	clock.To(t, time.Date(2026, 3, 2, 12, 30, 0, 0, time.UTC))
+	h.wantStarts(time.Date(2026, 3, 2, 12, 30, 0, 0, time.UTC), jobs.Scheduled, "catch", "fresh", "nocatch")
 	for range 3 {
 		h.end(nil)
 	}
@@ -80,25 +83,25 @@ func TestSchedulerCatchUp(t *testing.T) {
 
 	// A restart with no slot missed catches nothing up, and "fresh" was
 	// recorded as seen: it is caught up after a gap like the others.
-	clock = newFakeClock(time.Date(2026, 3, 2, 12, 40, 0, 0, time.UTC))
+	clock = jobstest.NewClock(time.Date(2026, 3, 2, 12, 40, 0, 0, time.UTC))
 	h = newHarness(t, clock, path, job(t, "catch", "15m", true), job(t, "fresh", "15m", true))
 	h.run()
 	h.wantNoStart()
 	h.stop()
-	clock = newFakeClock(time.Date(2026, 3, 2, 13, 10, 0, 0, time.UTC))
+	clock = jobstest.NewClock(time.Date(2026, 3, 2, 13, 10, 0, 0, time.UTC))
 	h = newHarness(t, clock, path, job(t, "catch", "15m", true), job(t, "fresh", "15m", true))
 	h.run()
-	h.wantStarts(time.Date(2026, 3, 2, 12, 45, 0, 0, time.UTC), CatchUp, "catch", "fresh")
+	h.wantStarts(time.Date(2026, 3, 2, 12, 45, 0, 0, time.UTC), jobs.CatchUp, "catch", "fresh")
 	h.wantNoStart()
 }
 
 func TestSchedulerDamagedState(t *testing.T) {
 	path := statePath(t)
-	clock := newFakeClock(t0)
+	clock := jobstest.NewClock(t0)
 	h := newHarness(t, clock, path, job(t, "catch", "15m", true))
 	h.run()
-	clock.to(t, t0.Add(8*time.Minute))
-	h.wantStart(t0.Add(8*time.Minute), Scheduled, "catch")
+	clock.To(t, t0.Add(8*time.Minute))
+	h.wantStart(t0.Add(8*time.Minute), jobs.Scheduled, "catch")
 	h.end(nil)
 	h.stop()
 	good, err := os.ReadFile(path)
@@ -111,7 +114,7 @@ func TestSchedulerDamagedState(t *testing.T) {
 		if err := os.WriteFile(path, []byte(damage), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		clock := newFakeClock(time.Date(2026, 3, 2, 12, 20, 0, 0, time.UTC))
+		clock := jobstest.NewClock(time.Date(2026, 3, 2, 12, 20, 0, 0, time.UTC))
 		h := newHarness(t, clock, path, job(t, "catch", "15m", true))
 		if !h.logged("see docs/runbook.md#jobs-state-damaged") || !h.logged("the damaged file is kept as "+path+".damaged") {
 			t.Errorf("%q: log %q", damage, h.logs)
@@ -123,33 +126,33 @@ func TestSchedulerDamagedState(t *testing.T) {
 		// is good again.
 		h.run()
 		h.wantNoStart()
-		clock.to(t, time.Date(2026, 3, 2, 12, 30, 0, 0, time.UTC))
-		h.wantStart(time.Date(2026, 3, 2, 12, 30, 0, 0, time.UTC), Scheduled, "catch")
+		clock.To(t, time.Date(2026, 3, 2, 12, 30, 0, 0, time.UTC))
+		h.wantStart(time.Date(2026, 3, 2, 12, 30, 0, 0, time.UTC), jobs.Scheduled, "catch")
 		h.end(nil)
 		h.stop()
-		if _, err := readState(path); err != nil {
+		if _, err := jobs.ReadStateChecked(path); err != nil {
 			t.Errorf("%q: the state file after: %v", damage, err)
 		}
 	}
 }
 
 func TestSchedulerRunNow(t *testing.T) {
-	clock := newFakeClock(t0)
+	clock := jobstest.NewClock(t0)
 	h := newHarness(t, clock, statePath(t), job(t, "report", "0 18 * * *", false))
-	if _, err := h.s.RunNow("report"); !errors.Is(err, ErrStopped) {
-		t.Errorf("RunNow before Run: %v", err)
+	if _, err := h.s.RunNow("report"); !errors.Is(err, jobs.ErrStopped) {
+		t.Errorf("RunNow before jobs.Run: %v", err)
 	}
 	h.run()
-	clock.to(t, t0.Add(3*time.Minute))
+	clock.To(t, t0.Add(3*time.Minute))
 	r, err := h.s.RunNow("report")
-	if err != nil || r.Trigger != Manual || !r.Due.Equal(t0.Add(3*time.Minute)) {
+	if err != nil || r.Trigger != jobs.Manual || !r.Due.Equal(t0.Add(3*time.Minute)) {
 		t.Fatalf("RunNow: %+v %v", r, err)
 	}
-	h.wantStart(t0.Add(3*time.Minute), Manual, "report")
-	if _, err := h.s.RunNow("report"); !errors.Is(err, ErrRunning) {
+	h.wantStart(t0.Add(3*time.Minute), jobs.Manual, "report")
+	if _, err := h.s.RunNow("report"); !errors.Is(err, jobs.ErrRunning) {
 		t.Errorf("RunNow while running: %v", err)
 	}
-	if _, err := h.s.RunNow("nope"); !errors.Is(err, ErrNoJob) {
+	if _, err := h.s.RunNow("nope"); !errors.Is(err, jobs.ErrNoJob) {
 		t.Errorf("RunNow of no job: %v", err)
 	}
 	select {
@@ -159,30 +162,30 @@ func TestSchedulerRunNow(t *testing.T) {
 	}
 	h.wantNoStart()
 	st := h.s.Status()[0]
-	if st.Last.Trigger != Manual || st.Last.Outcome != "running" || !st.Next.Equal(time.Date(2026, 3, 2, 18, 0, 0, 0, time.UTC)) {
+	if st.Last.Trigger != jobs.Manual || st.Last.Outcome != "running" || !st.Next.Equal(time.Date(2026, 3, 2, 18, 0, 0, 0, time.UTC)) {
 		t.Errorf("status %+v %+v", st, st.Last)
 	}
 	h.end(nil)
 	if _, err := h.s.RunNow("report"); err != nil {
 		t.Errorf("RunNow after the run ended: %v", err)
 	}
-	h.wantStart(t0.Add(3*time.Minute), Manual, "report")
+	h.wantStart(t0.Add(3*time.Minute), jobs.Manual, "report")
 	h.end(nil)
 	h.stop()
-	if _, err := h.s.RunNow("report"); !errors.Is(err, ErrStopped) {
-		t.Errorf("RunNow after Run returned: %v", err)
+	if _, err := h.s.RunNow("report"); !errors.Is(err, jobs.ErrStopped) {
+		t.Errorf("RunNow after jobs.Run returned: %v", err)
 	}
 }
 
-// TestSchedulerStopWithRunInFlight: cancelling Run cancels the run's ctx,
-// and Run returns only after Start has returned and its end is recorded.
+// TestSchedulerStopWithRunInFlight: cancelling jobs.Run cancels the run's ctx,
+// and jobs.Run returns only after Start has returned and its end is recorded.
 func TestSchedulerStopWithRunInFlight(t *testing.T) {
 	path := statePath(t)
-	clock := newFakeClock(t0)
+	clock := jobstest.NewClock(t0)
 	h := newHarness(t, clock, path, job(t, "long", "15m", false))
 	h.run()
-	clock.to(t, t0.Add(8*time.Minute))
-	h.wantStart(t0.Add(8*time.Minute), Scheduled, "long")
+	clock.To(t, t0.Add(8*time.Minute))
+	h.wantStart(t0.Add(8*time.Minute), jobs.Scheduled, "long")
 	h.stop()
 	select {
 	case err := <-h.returns:
@@ -190,34 +193,34 @@ func TestSchedulerStopWithRunInFlight(t *testing.T) {
 			t.Errorf("Start returned %v", err)
 		}
 	default:
-		t.Fatal("Run returned before Start did")
+		t.Fatal("jobs.Run returned before Start did")
 	}
-	h2 := newHarness(t, newFakeClock(t0.Add(9*time.Minute)), path, job(t, "long", "15m", false))
+	h2 := newHarness(t, jobstest.NewClock(t0.Add(9*time.Minute)), path, job(t, "long", "15m", false))
 	if st := h2.s.Status()[0]; st.Last == nil || st.Last.Outcome != "failed: context canceled" || st.Last.Ended.IsZero() {
 		t.Errorf("after a stop: %+v", st.Last)
 	}
 	if err := h.s.Run(context.Background()); err == nil {
-		t.Error("a second Run was accepted")
+		t.Error("a second jobs.Run was accepted")
 	}
 }
 
-// TestSchedulerStateSurvivesRestart: a new Scheduler on the same file reads
+// TestSchedulerStateSurvivesRestart: a new jobs.Scheduler on the same file reads
 // the last runs back; a run going when brokerd stopped reads as failed.
 func TestSchedulerStateSurvivesRestart(t *testing.T) {
 	path := statePath(t)
-	clock := newFakeClock(t0)
+	clock := jobstest.NewClock(t0)
 	h := newHarness(t, clock, path, job(t, "a", "15 * * * *", false), job(t, "b", "0 * * * *", false))
 	h.run()
-	clock.to(t, t0.Add(8*time.Minute))
-	h.wantStart(t0.Add(8*time.Minute), Scheduled, "a")
-	clock.to(t, t0.Add(10*time.Minute))
+	clock.To(t, t0.Add(8*time.Minute))
+	h.wantStart(t0.Add(8*time.Minute), jobs.Scheduled, "a")
+	clock.To(t, t0.Add(10*time.Minute))
 	h.end(nil)
-	clock.to(t, t0.Add(53*time.Minute))
-	h.wantStart(t0.Add(53*time.Minute), Scheduled, "b")
+	clock.To(t, t0.Add(53*time.Minute))
+	h.wantStart(t0.Add(53*time.Minute), jobs.Scheduled, "b")
 	if _, err := h.s.RunNow("a"); err != nil {
 		t.Fatal(err)
 	}
-	h.wantStart(t0.Add(53*time.Minute), Manual, "a")
+	h.wantStart(t0.Add(53*time.Minute), jobs.Manual, "a")
 	h.end(nil) // one of them; the other is going when brokerd "crashes"
 	before := h.s.Status()
 	data, err := os.ReadFile(path)
@@ -229,7 +232,7 @@ func TestSchedulerStateSurvivesRestart(t *testing.T) {
 	if err := os.WriteFile(crashed, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h2 := newHarness(t, newFakeClock(t0.Add(2*time.Hour)), crashed, job(t, "a", "15 * * * *", false), job(t, "b", "0 * * * *", false))
+	h2 := newHarness(t, jobstest.NewClock(t0.Add(2*time.Hour)), crashed, job(t, "a", "15 * * * *", false), job(t, "b", "0 * * * *", false))
 	after := h2.s.Status()
 	for i := range before {
 		b, a := before[i].Last, after[i].Last
@@ -256,22 +259,19 @@ func TestSchedulerStateSurvivesRestart(t *testing.T) {
 
 func TestSchedulerReplace(t *testing.T) {
 	path := statePath(t)
-	clock := newFakeClock(t0)
+	clock := jobstest.NewClock(t0)
 	h := newHarness(t, clock, path, job(t, "keep", "15m", false), job(t, "gone", "15m", false))
 	h.run()
-	clock.to(t, t0.Add(8*time.Minute))
-	h.wantStarts(t0.Add(8*time.Minute), Scheduled, "gone", "keep")
-	clock.to(t, t0.Add(10*time.Minute))
-	made, _ := clock.state()
+	clock.To(t, t0.Add(8*time.Minute))
+	h.wantStarts(t0.Add(8*time.Minute), jobs.Scheduled, "gone", "keep")
+	clock.To(t, t0.Add(10*time.Minute))
+	made, _ := clock.State()
 	changed := job(t, "keep", "5m", false)
-	if err := h.s.Replace([]Job{changed, job(t, "new", "0 11 * * *", false)}); err != nil {
+	if err := h.s.Replace([]jobs.Job{changed, job(t, "new", "0 11 * * *", false)}); err != nil {
 		t.Fatal(err)
 	}
-	clock.waitIdle(t, made)
-	h.s.mu.Lock()
-	checked := h.s.records["keep"].Checked.Time()
-	h.s.mu.Unlock()
-	if !checked.Equal(t0.Add(10 * time.Minute)) {
+	clock.WaitIdle(t, made)
+	if checked, _ := jobs.CheckedOf(h.s, "keep"); !checked.Equal(t0.Add(10 * time.Minute)) {
 		t.Errorf("a changed job's slots before the change count as dealt with up to %s", checked)
 	}
 	st := h.s.Status()
@@ -281,7 +281,7 @@ func TestSchedulerReplace(t *testing.T) {
 	}
 	// The removed job's run goes on and ends; "keep" is still running,
 	// so its 10:20 slot is skipped.
-	clock.to(t, t0.Add(13*time.Minute))
+	clock.To(t, t0.Add(13*time.Minute))
 	select {
 	case r := <-h.skipped:
 		if r.Job.Name != "keep" {
@@ -292,61 +292,61 @@ func TestSchedulerReplace(t *testing.T) {
 	}
 	h.end(nil)
 	h.end(nil)
-	if err := h.s.Replace([]Job{changed, changed}); err == nil {
+	if err := h.s.Replace([]jobs.Job{changed, changed}); err == nil {
 		t.Error("a job twice was accepted")
 	}
 	if len(h.s.Status()) != 2 {
 		t.Error("a refused Replace changed the set")
 	}
 	h.stop()
-	recs, err := readState(path)
-	if err != nil || len(recs) != 2 || recs["gone"] != nil || recs["new"] == nil || !recs["new"].Checked.Time().Equal(t0.Add(10*time.Minute)) {
+	recs, err := jobs.ReadStateChecked(path)
+	if _, gone := recs["gone"]; err != nil || len(recs) != 2 || gone || !recs["new"].Equal(t0.Add(10*time.Minute)) {
 		t.Errorf("state %v %v", recs, err)
 	}
 }
 
 func TestNewRefuses(t *testing.T) {
-	start := func(context.Context, Run) error { return nil }
+	start := func(context.Context, jobs.Run) error { return nil }
 	for _, tc := range []struct {
 		name string
-		jobs []Job
-		h    Hooks
+		js   []jobs.Job
+		h    jobs.Hooks
 	}{
-		{"no Start", []Job{job(t, "a", "1h", false)}, Hooks{}},
-		{"a name twice", []Job{job(t, "a", "1h", false), job(t, "a", "2h", false)}, Hooks{Start: start}},
-		{"a bad name", []Job{job(t, "A", "1h", false)}, Hooks{Start: start}},
-		{"no schedule", []Job{{Name: "a"}}, Hooks{Start: start}},
+		{"no Start", []jobs.Job{job(t, "a", "1h", false)}, jobs.Hooks{}},
+		{"a name twice", []jobs.Job{job(t, "a", "1h", false), job(t, "a", "2h", false)}, jobs.Hooks{Start: start}},
+		{"a bad name", []jobs.Job{job(t, "A", "1h", false)}, jobs.Hooks{Start: start}},
+		{"no schedule", []jobs.Job{{Name: "a"}}, jobs.Hooks{Start: start}},
 	} {
-		if _, err := New(tc.jobs, statePath(t), newFakeClock(t0), tc.h); err == nil {
+		if _, err := jobs.New(tc.js, statePath(t), jobstest.NewClock(t0), tc.h); err == nil {
 			t.Errorf("%s: accepted", tc.name)
 		}
 	}
 }
 
 func TestStateUnwritable(t *testing.T) {
-	clock := newFakeClock(t0)
+	clock := jobstest.NewClock(t0)
 	h := newHarness(t, clock, "/nonexistent-hjobs/jobs.json", job(t, "a", "15m", false))
 	h.run()
 	if !h.logged("see docs/runbook.md#jobs-state-unwritable") {
 		t.Errorf("log %q", h.logs)
 	}
-	clock.to(t, t0.Add(8*time.Minute))
-	h.wantStart(t0.Add(8*time.Minute), Scheduled, "a")
+	clock.To(t, t0.Add(8*time.Minute))
+	h.wantStart(t0.Add(8*time.Minute), jobs.Scheduled, "a")
 	h.end(nil)
 }
 
 func TestTrigger(t *testing.T) {
-	for _, tr := range []Trigger{Scheduled, CatchUp, Manual} {
+	for _, tr := range []jobs.Trigger{jobs.Scheduled, jobs.CatchUp, jobs.Manual} {
 		b, err := tr.MarshalText()
-		var back Trigger
+		var back jobs.Trigger
 		if err != nil || back.UnmarshalText(b) != nil || back != tr {
 			t.Errorf("%s: %q %v %v", tr, b, err, back)
 		}
 	}
-	if Scheduled.String() != "scheduled" || CatchUp.String() != "catch_up" || Manual.String() != "manual" {
+	if jobs.Scheduled.String() != "scheduled" || jobs.CatchUp.String() != "catch_up" || jobs.Manual.String() != "manual" {
 		t.Error("String")
 	}
-	if _, err := Trigger(0).MarshalText(); err == nil {
-		t.Error("Trigger(0) marshalled")
+	if _, err := jobs.Trigger(0).MarshalText(); err == nil {
+		t.Error("jobs.Trigger(0) marshalled")
 	}
 }

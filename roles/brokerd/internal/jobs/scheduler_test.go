@@ -1,4 +1,4 @@
-package jobs
+package jobs_test
 
 import (
 	"context"
@@ -9,34 +9,36 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/roles/brokerd/internal/jobs"
+	"boxmaker/roles/brokerd/internal/jobs/jobstest"
 	"boxmaker/wire"
 )
 
 // t0 is a Monday morning, in UTC, where the tests' cron lines are read.
 var t0 = time.Date(2026, 3, 2, 10, 7, 0, 0, time.UTC)
 
-func job(t *testing.T, name, schedule string, catchUp bool) Job {
+func job(t *testing.T, name, schedule string, catchUp bool) jobs.Job {
 	t.Helper()
-	var s Schedule
+	var s jobs.Schedule
 	if d, err := time.ParseDuration(schedule); err == nil {
-		s = Every(d)
-	} else if s, err = ParseCronIn(schedule, time.UTC); err != nil {
+		s = jobs.Every(d)
+	} else if s, err = jobs.ParseCronIn(schedule, time.UTC); err != nil {
 		t.Fatal(err)
 	}
-	return Job{Name: name, Schedule: s, Prompt: "do " + name, Result: ResultPost, CatchUp: catchUp,
+	return jobs.Job{Name: name, Schedule: s, Prompt: "do " + name, Result: jobs.ResultPost, CatchUp: catchUp,
 		Sha256: wire.Sha256([]byte(name + schedule))}
 }
 
-// harness runs a Scheduler on a fake clock. Start reports each run on
+// harness runs a jobs.Scheduler on a fake clock. Start reports each run on
 // starts and returns when the test sends the run's error on finish (or its
 // ctx ends).
 type harness struct {
 	t       *testing.T
-	clock   *fakeClock
+	clock   *jobstest.Clock
 	path    string
-	s       *Scheduler
-	starts  chan Run
-	skipped chan Run
+	s       *jobs.Scheduler
+	starts  chan jobs.Run
+	skipped chan jobs.Run
 	finish  chan error
 	returns chan error // what Start returned, after it returned
 
@@ -47,12 +49,12 @@ type harness struct {
 	done   chan error
 }
 
-func newHarness(t *testing.T, clock *fakeClock, path string, jobs ...Job) *harness {
+func newHarness(t *testing.T, clock *jobstest.Clock, path string, js ...jobs.Job) *harness {
 	t.Helper()
-	h := &harness{t: t, clock: clock, path: path, starts: make(chan Run, 16), skipped: make(chan Run, 16),
+	h := &harness{t: t, clock: clock, path: path, starts: make(chan jobs.Run, 16), skipped: make(chan jobs.Run, 16),
 		finish: make(chan error), returns: make(chan error, 16)}
-	s, err := New(jobs, path, clock, Hooks{
-		Start: func(ctx context.Context, r Run) error {
+	s, err := jobs.New(js, path, clock, jobs.Hooks{
+		Start: func(ctx context.Context, r jobs.Run) error {
 			h.starts <- r
 			var err error
 			select {
@@ -63,7 +65,7 @@ func newHarness(t *testing.T, clock *fakeClock, path string, jobs ...Job) *harne
 			h.returns <- err
 			return err
 		},
-		Skipped: func(r Run) { h.skipped <- r },
+		Skipped: func(r jobs.Run) { h.skipped <- r },
 		Log: func(lines ...string) {
 			h.logMu.Lock()
 			defer h.logMu.Unlock()
@@ -79,11 +81,11 @@ func newHarness(t *testing.T, clock *fakeClock, path string, jobs ...Job) *harne
 
 // run starts Run and waits until it waits for its first timer.
 func (h *harness) run() {
-	made, _ := h.clock.state()
+	made, _ := h.clock.State()
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel, h.done = cancel, make(chan error, 1)
 	go func() { h.done <- h.s.Run(ctx) }()
-	h.clock.waitIdle(h.t, made)
+	h.clock.WaitIdle(h.t, made)
 	h.t.Cleanup(func() { h.stop() })
 }
 
@@ -104,7 +106,7 @@ func (h *harness) stop() {
 	}
 }
 
-func (h *harness) wantStart(due time.Time, tr Trigger, name string) Run {
+func (h *harness) wantStart(due time.Time, tr jobs.Trigger, name string) jobs.Run {
 	h.t.Helper()
 	select {
 	case r := <-h.starts:
@@ -115,12 +117,12 @@ func (h *harness) wantStart(due time.Time, tr Trigger, name string) Run {
 	case <-time.After(5 * time.Second):
 		h.t.Fatalf("no run of %s (%s, due %s) started", name, tr, due)
 	}
-	return Run{}
+	return jobs.Run{}
 }
 
 // wantStarts waits for runs of names, all due at due, in any order: each
 // run's Start is called in its own goroutine.
-func (h *harness) wantStarts(due time.Time, tr Trigger, names ...string) {
+func (h *harness) wantStarts(due time.Time, tr jobs.Trigger, names ...string) {
 	h.t.Helper()
 	want := map[string]bool{}
 	for _, n := range names {
@@ -190,32 +192,32 @@ func (h *harness) logged(sub string) bool {
 func statePath(t *testing.T) string { return filepath.Join(t.TempDir(), "jobs.json") }
 
 func TestSchedulerOnTime(t *testing.T) {
-	clock := newFakeClock(t0)
+	clock := jobstest.NewClock(t0)
 	h := newHarness(t, clock, statePath(t), job(t, "quarter", "15m", false), job(t, "daily", "0 11 * * *", false))
 	h.run()
 	if st := h.s.Status(); len(st) != 2 || st[0].Name != "daily" || !st[0].Next.Equal(t0.Add(53*time.Minute)) ||
 		st[1].Name != "quarter" || !st[1].Next.Equal(t0.Add(8*time.Minute)) || st[0].Last != nil {
 		t.Fatalf("status %+v", st)
 	}
-	clock.to(t, t0.Add(8*time.Minute-time.Second))
+	clock.To(t, t0.Add(8*time.Minute-time.Second))
 	h.wantNoStart()
-	clock.to(t, t0.Add(8*time.Minute))
-	h.wantStart(time.Date(2026, 3, 2, 10, 15, 0, 0, time.UTC), Scheduled, "quarter")
+	clock.To(t, t0.Add(8*time.Minute))
+	h.wantStart(time.Date(2026, 3, 2, 10, 15, 0, 0, time.UTC), jobs.Scheduled, "quarter")
 	h.end(nil)
-	clock.to(t, time.Date(2026, 3, 2, 10, 30, 0, 0, time.UTC))
-	h.wantStart(time.Date(2026, 3, 2, 10, 30, 0, 0, time.UTC), Scheduled, "quarter")
+	clock.To(t, time.Date(2026, 3, 2, 10, 30, 0, 0, time.UTC))
+	h.wantStart(time.Date(2026, 3, 2, 10, 30, 0, 0, time.UTC), jobs.Scheduled, "quarter")
 	h.end(errors.New("the model server is down"))
 	st := h.s.Status()[1]
 	if st.Last == nil || st.Last.Outcome != "failed: the model server is down" || !st.Last.Due.Equal(time.Date(2026, 3, 2, 10, 30, 0, 0, time.UTC)) ||
-		st.Last.Trigger != Scheduled || !st.Next.Equal(time.Date(2026, 3, 2, 10, 45, 0, 0, time.UTC)) || st.Last.Ended.IsZero() {
+		st.Last.Trigger != jobs.Scheduled || !st.Next.Equal(time.Date(2026, 3, 2, 10, 45, 0, 0, time.UTC)) || st.Last.Ended.IsZero() {
 		t.Errorf("status %+v %+v", st, st.Last)
 	}
-	clock.to(t, time.Date(2026, 3, 2, 10, 45, 0, 0, time.UTC))
-	h.wantStart(time.Date(2026, 3, 2, 10, 45, 0, 0, time.UTC), Scheduled, "quarter")
+	clock.To(t, time.Date(2026, 3, 2, 10, 45, 0, 0, time.UTC))
+	h.wantStart(time.Date(2026, 3, 2, 10, 45, 0, 0, time.UTC), jobs.Scheduled, "quarter")
 	h.end(nil)
 	// Both are due at 11:00: each starts.
-	clock.to(t, time.Date(2026, 3, 2, 11, 0, 0, 0, time.UTC))
-	h.wantStarts(time.Date(2026, 3, 2, 11, 0, 0, 0, time.UTC), Scheduled, "daily", "quarter")
+	clock.To(t, time.Date(2026, 3, 2, 11, 0, 0, 0, time.UTC))
+	h.wantStarts(time.Date(2026, 3, 2, 11, 0, 0, 0, time.UTC), jobs.Scheduled, "daily", "quarter")
 	h.end(nil)
 	h.end(nil)
 	h.wantNoStart()
