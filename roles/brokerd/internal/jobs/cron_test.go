@@ -210,3 +210,21 @@ func TestEvery(t *testing.T) {
 		Every(0)
 	}()
 }
+
+// BenchmarkCronNext: a frequent line, a daily one in a DST zone, and the
+// slowest kind (a leap day on one weekday, years apart).
+func BenchmarkCronNext(b *testing.B) {
+	berlin := mustZone(b, "Europe/Berlin")
+	after := time.Date(2026, 3, 2, 10, 7, 0, 0, time.UTC)
+	for _, line := range []string{"*/15 * * * *", "30 2 * * *", "0 0 29 2 */7"} {
+		s, err := ParseCronIn(line, berlin)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(line, func(b *testing.B) {
+			for b.Loop() {
+				s.Next(after)
+			}
+		})
+	}
+}

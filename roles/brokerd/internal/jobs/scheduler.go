@@ -130,7 +130,7 @@ func jobSet(jobs []Job) (map[string]*entry, error) {
 	return set, nil
 }
 
-// names is the set's names, sorted, so that runs due together start in a
+// namesLocked is the set's names, sorted, so that runs due together start in a
 // stable order.
 func (s *Scheduler) namesLocked() []string {
 	names := make([]string, 0, len(s.jobs))
