@@ -107,16 +107,18 @@ type index struct {
 	vocab    map[string]uint32
 	terms    []string
 	postings [][]posting
-	damaged  map[string]stamp // note files that exist but do not decode
+	damaged  map[string]stamp  // note files that exist but do not decode
+	counts   map[string][2]int // add's scratch space
 }
 
 func newIndex() *index {
 	return &index{byID: map[string]uint32{}, vocab: map[string]uint32{}, damaged: map[string]stamp{}}
 }
 
-// termCounts counts each distinct token of title and text.
-func termCounts(title, text string) map[string][2]int {
-	c := map[string][2]int{}
+// termCounts counts each distinct token of title and text into c, emptied
+// first (add reuses one map: a rebuild counts 10,000 notes).
+func termCounts(c map[string][2]int, title, text string) map[string][2]int {
+	clear(c)
 	eachToken(title, func(t string) { v := c[t]; v[0]++; c[t] = v })
 	eachToken(text, func(t string) { v := c[t]; v[1]++; c[t] = v })
 	return c
@@ -128,7 +130,10 @@ func (x *index) add(id string, st stamp, written wire.Timestamp, title, text str
 	x.remove(id)
 	slot := uint32(len(x.docs))
 	d := &doc{id: id, st: st, written: written}
-	for t, n := range termCounts(title, text) {
+	if x.counts == nil {
+		x.counts = map[string][2]int{}
+	}
+	for t, n := range termCounts(x.counts, title, text) {
 		tid, ok := x.vocab[t]
 		if !ok {
 			tid = uint32(len(x.terms))

@@ -139,7 +139,13 @@ func readNoteFile(path, id string) (Note, error) {
 	if !fi.Mode().IsRegular() {
 		return Note{}, fmt.Errorf("%w: not a regular file", errDamaged)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, maxNoteFile+1))
+	if fi.Size() > maxNoteFile {
+		return Note{}, fmt.Errorf("%w: larger than %d bytes", errDamaged, maxNoteFile)
+	}
+	// One read of the size fstat gave, and one more byte to see the file
+	// did not grow since.
+	b := make([]byte, 0, fi.Size()+1)
+	b, err = readAllInto(b, io.LimitReader(f, maxNoteFile+1))
 	if err != nil {
 		return Note{}, err
 	}
@@ -154,6 +160,22 @@ func readNoteFile(path, id string) (Note, error) {
 		return Note{}, fmt.Errorf("%w: the file holds note %q", errDamaged, n.ID)
 	}
 	return n, nil
+}
+
+// readAllInto is io.ReadAll into b's spare capacity.
+func readAllInto(b []byte, r io.Reader) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		} else if err != nil {
+			return b, err
+		}
+	}
 }
 
 // errDamaged marks a file that exists but is not a valid note. It is wrapped
