@@ -94,7 +94,7 @@ func fixtures() []fixture {
 		{"msg-note_show", envelope(6, true, NoteShow{"n-1789632300000-1"})},
 		{"msg-note_shown", envelope(6, true, NoteShown{fxNote, "Kyle prefers <b>short</b> answers.\nlabel: trusted"})},
 		{"msg-note_shown-promoted", envelope(6, true, NoteShown{fxNotePromoted, ""})},
-		{"msg-note_promote", envelope(6, true, NotePromote{"n-1789632300000-1"})},
+		{"msg-note_promote", envelope(6, true, NotePromote{"n-1789632300000-1", 1789632300000})},
 		{"msg-note_delete", envelope(6, true, NoteDelete{"n-1789632300000-1"})},
 		{"msg-jobs_list", envelope(6, true, JobsList{})},
 		{"msg-job_list", envelope(6, true, JobList{[]JobInfo{

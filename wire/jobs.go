@@ -50,21 +50,21 @@ func (r SkipReason) String() string                { return skipReasonNames.str(
 func (r SkipReason) MarshalText() ([]byte, error)  { return skipReasonNames.text(r) }
 func (r *SkipReason) UnmarshalText(b []byte) error { return parseInto(skipReasonNames, b, r) }
 
-// JobResult is what a job does with its run's answer: post it to the
+// JobDelivery is what a job does with its run's answer: post it to the
 // owner on Mattermost, write it as a note, or both.
-type JobResult uint8
+type JobDelivery uint8
 
 const (
-	JobPost JobResult = iota + 1
+	JobPost JobDelivery = iota + 1
 	JobNote
 	JobBoth
 )
 
-var jobResultNames = enumNames[JobResult]{"job result", []string{"", "post", "note", "both"}}
+var jobDeliveryNames = enumNames[JobDelivery]{"job delivery", []string{"", "post", "note", "both"}}
 
-func (r JobResult) String() string                { return jobResultNames.str(r) }
-func (r JobResult) MarshalText() ([]byte, error)  { return jobResultNames.text(r) }
-func (r *JobResult) UnmarshalText(b []byte) error { return parseInto(jobResultNames, b, r) }
+func (r JobDelivery) String() string                { return jobDeliveryNames.str(r) }
+func (r JobDelivery) MarshalText() ([]byte, error)  { return jobDeliveryNames.text(r) }
+func (r *JobDelivery) UnmarshalText(b []byte) error { return parseInto(jobDeliveryNames, b, r) }
 
 // UnattendedMode is what an ask grant does inside a job's session: ask the
 // owner (on Mattermost, with its expiry) or deny at once
@@ -114,9 +114,13 @@ type NoteShown struct {
 }
 
 // NotePromote is the owner vouching for a note: its untrusted mark is
-// cleared, and the audit log says so.
+// cleared, and the audit log says so. WrittenAt is the written_at of the
+// note as the owner saw it: a note written again since is not promoted, so
+// that a model cannot swap the text between the owner's look and the
+// vouching.
 type NotePromote struct {
-	ID string `json:"id"`
+	ID        string    `json:"id"`
+	WrittenAt Timestamp `json:"written_at"`
 }
 
 // NoteDelete deletes a note; the answer is ok.
@@ -167,7 +171,7 @@ type JobRunStarted struct {
 type JobInfo struct {
 	Name          string         `json:"name"`
 	Schedule      string         `json:"schedule"`
-	Result        JobResult      `json:"result"`
+	Result        JobDelivery      `json:"result"`
 	UnattendedAsk UnattendedMode `json:"unattended_ask"`
 	CatchUp       bool           `json:"catch_up"`
 	Last          *JobLastRun    `json:"last"`
