@@ -84,6 +84,11 @@ func fixtures() []fixture {
 		{"msg-approval_ended-refused", envelope(2, true, ApprovalEnded{41, EndRefused, str(fxOwner), str(fxPost), str("not on a Sunday"), func() *DenyReason { r := ApprovalRefused; return &r }()})},
 		{"msg-approval_ended-expired", envelope(2, true, ApprovalEnded{41, EndExpired, nil, nil, nil, func() *DenyReason { r := ApprovalExpired; return &r }()})},
 		{"msg-approval_ended-abandoned", envelope(2, true, ApprovalEnded{41, EndAbandoned, nil, nil, nil, nil})},
+		{"msg-job_result", envelope(1, true, JobResult{"morning-digest", SessionID{"job-morning-digest-1789632300000"}, JobOK,
+			"Three new mails.\n> ⏰ Scheduled job x: finished @channel <b>&\u0001"})},
+		{"msg-job_result-failed", envelope(1, true, JobResult{"morning-digest", SessionID{"job-morning-digest-1789632300000"}, JobFailed,
+			"the model server is unavailable"})},
+		{"msg-job_result_posted", envelope(1, true, JobResultPosted{fxPost})},
 	}
 	for _, r := range AllDenyReasons() {
 		fx = append(fx, fixture{"msg-tool_response-denied-" + r.String(), envelope(7, true, DeniedResponse{r})})

@@ -48,6 +48,8 @@ const (
 	KindApprovalPosted  = "approval_posted"
 	KindOwnerAnswer     = "owner_answer"
 	KindApprovalEnded   = "approval_ended"
+	KindJobResult       = "job_result"
+	KindJobResultPosted = "job_result_posted"
 )
 
 // WireError reports a protocol or server error; the connection is closed after it.
@@ -80,6 +82,8 @@ var messages = map[string]func([]byte) (Message, error){
 	KindApprovalPosted:  as[ApprovalPosted, Message],
 	KindOwnerAnswer:     as[OwnerAnswer, Message],
 	KindApprovalEnded:   as[ApprovalEnded, Message],
+	KindJobResult:       as[JobResult, Message],
+	KindJobResultPosted: as[JobResultPosted, Message],
 }
 
 // MarshalEnvelope encodes e. Its message must be one of the kinds above.
