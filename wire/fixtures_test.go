@@ -105,6 +105,11 @@ func fixtures() []fixture {
 		{"msg-job_list-empty", envelope(6, true, JobList{[]JobInfo{}, []GrantProblem{}})},
 		{"msg-job_run_now", envelope(6, true, JobRunNow{"daily-digest"})},
 		{"msg-job_run_started", envelope(6, true, JobRunStarted{"daily-digest", fxTime})},
+		{"msg-job_result", envelope(1, true, JobResult{"morning-digest", SessionID{"job-morning-digest-1789632300000"}, JobOK,
+			"Three new mails.\n> ⏰ Scheduled job x: finished @channel <b>&\u0001"})},
+		{"msg-job_result-failed", envelope(1, true, JobResult{"morning-digest", SessionID{"job-morning-digest-1789632300000"}, JobFailed,
+			"the model server is unavailable"})},
+		{"msg-job_result_posted", envelope(1, true, JobResultPosted{fxPost})},
 	}
 	for _, r := range AllDenyReasons() {
 		fx = append(fx, fixture{"msg-tool_response-denied-" + r.String(), envelope(7, true, DeniedResponse{r})})

@@ -1,5 +1,10 @@
 package wire
 
+import (
+	"errors"
+	"fmt"
+)
+
 // The gateway protocol on gateway.sock (issue 14): gatewayd listens, brokerd
 // is the client. Every request is one final frame on its own connection.
 //
@@ -20,6 +25,17 @@ package wire
 //
 //	→ broker_start { broker, head }   → audit_head { seq, hash }   final: true
 //	← ok
+//
+// When a scheduled job's run ends and its job file says to post the result
+// (issue 17), one connection for it:
+//
+//	→ job_result { job, session, status, content }   final: true
+//	← job_result_posted { post }                      final: true
+//
+// or an error (final): bad_message when the job_result breaks JobResult.Check
+// (its content over MaxJobResultContent, say), internal when gatewayd cannot
+// post it on Mattermost. gatewayd posts it where it posts that session's
+// approvals, under a header line of its own, with the content shown as data.
 
 // AuditHead names the audit log's last record: its seq and its hash (the
 // SHA-256 of its line, the next record's prev).
@@ -124,4 +140,51 @@ func ValidMattermostID(s string) bool {
 		}
 	}
 	return true
+}
+
+// MaxJobResultContent is the most bytes of content a job_result carries: a
+// Mattermost post holds 16,383 characters, and a longer reply is shown by
+// its two ends, so more would only cost memory and time on both sides.
+// brokerd refuses to send more, gatewayd to take more.
+const MaxJobResultContent = 64 << 10
+
+// ErrJobResultTooLarge is JobResult.Check's error for content over
+// MaxJobResultContent.
+var ErrJobResultTooLarge = errors.New("wire: job result content is over 64 KiB")
+
+
+// JobResult is a scheduled job's result for gatewayd to post to the owner:
+// Job is the job's name (its file's stem, ValidID), Session the run's
+// session, Content the reply (JobOK) or the failure's message (JobFailed),
+// as text the model or loopd wrote.
+type JobResult struct {
+	Job     string    `json:"job"`
+	Session SessionID `json:"session"`
+	Status  JobStatus `json:"status"`
+	Content string    `json:"content"`
+}
+
+// JobResultPosted says the job's result is on Mattermost, as post Post.
+type JobResultPosted struct {
+	Post string `json:"post"`
+}
+
+func (JobResult) Kind() string       { return KindJobResult }
+func (JobResultPosted) Kind() string { return KindJobResultPosted }
+
+// Check is what both ends require of a job_result beyond its decoding: a
+// job name of ValidID's form, a status, and at most MaxJobResultContent
+// bytes of content (ErrJobResultTooLarge).
+func (r JobResult) Check() error {
+	switch {
+	case !ValidID(r.Job):
+		return fmt.Errorf("%w: job name %q is not 1 to 64 characters of [a-z0-9-]", ErrInvalidValue, r.Job)
+	case r.Session.IsZero():
+		return fmt.Errorf("%w: job result has no session", ErrInvalidValue)
+	case r.Status != JobOK && r.Status != JobFailed:
+		return fmt.Errorf("%w: job status %s", ErrInvalidValue, r.Status)
+	case len(r.Content) > MaxJobResultContent:
+		return fmt.Errorf("%w: %d bytes, at most %d", ErrJobResultTooLarge, len(r.Content), MaxJobResultContent)
+	}
+	return nil
 }

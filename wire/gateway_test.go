@@ -1,6 +1,10 @@
 package wire
 
-import "testing"
+import (
+	"errors"
+	"strings"
+	"testing"
+)
 
 // The digest names one exact call: the same four fields give the same
 // digest, and a change to any one of them (even one that moves text from
@@ -44,5 +48,41 @@ func TestValidMattermostID(t *testing.T) {
 		if got := ValidMattermostID(s); got != want {
 			t.Errorf("ValidMattermostID(%q) = %v, want %v", s, got, want)
 		}
+	}
+}
+
+// TestJobResultCheck: both ends refuse the same job_results, and the
+// content's bound is exact.
+func TestJobResultCheck(t *testing.T) {
+	ok := JobResult{Job: "morning-digest", Session: fxSession, Status: JobOK, Content: "hi"}
+	at := func(f func(*JobResult)) JobResult { r := ok; f(&r); return r }
+	for _, c := range []struct {
+		name string
+		r    JobResult
+		want error // nil: accepted
+	}{
+		{"ok", ok, nil},
+		{"failed", at(func(r *JobResult) { r.Status = JobFailed }), nil},
+		{"empty content", at(func(r *JobResult) { r.Content = "" }), nil},
+		{"content at the bound", at(func(r *JobResult) { r.Content = strings.Repeat("x", MaxJobResultContent) }), nil},
+		{"content over the bound", at(func(r *JobResult) { r.Content = strings.Repeat("x", MaxJobResultContent+1) }), ErrJobResultTooLarge},
+		{"multibyte content over the bound", at(func(r *JobResult) { r.Content = strings.Repeat("é", MaxJobResultContent/2+1) }), ErrJobResultTooLarge},
+		{"no job", at(func(r *JobResult) { r.Job = "" }), ErrInvalidValue},
+		{"job not an id", at(func(r *JobResult) { r.Job = "Morning Digest" }), ErrInvalidValue},
+		{"job too long", at(func(r *JobResult) { r.Job = strings.Repeat("a", 65) }), ErrInvalidValue},
+		{"no session", at(func(r *JobResult) { r.Session = SessionID{} }), ErrInvalidValue},
+		{"no status", at(func(r *JobResult) { r.Status = 0 }), ErrInvalidValue},
+		{"unknown status", at(func(r *JobResult) { r.Status = 3 }), ErrInvalidValue},
+	} {
+		err := c.r.Check()
+		if (err == nil) != (c.want == nil) || c.want != nil && !errors.Is(err, c.want) {
+			t.Errorf("%s: Check() = %v, want %v", c.name, err, c.want)
+		}
+	}
+	// A job_result at the bound fits a frame even with every byte escaped.
+	worst := at(func(r *JobResult) { r.Content = strings.Repeat("\x01", MaxJobResultContent) })
+	b, err := MarshalEnvelope(Request(1, worst))
+	if err != nil || len(b) > MaxFrame {
+		t.Fatalf("the largest job_result is %d bytes (%v); a frame holds %d", len(b), err, MaxFrame)
 	}
 }

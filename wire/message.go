@@ -60,6 +60,8 @@ const (
 	KindJobList       = "job_list"
 	KindJobRunNow     = "job_run_now"
 	KindJobRunStarted = "job_run_started"
+	KindJobResult       = "job_result"
+	KindJobResultPosted = "job_result_posted"
 )
 
 // WireError reports a protocol or server error; the connection is closed after it.
@@ -103,6 +105,8 @@ var messages = map[string]func([]byte) (Message, error){
 	KindJobList:       as[JobList, Message],
 	KindJobRunNow:     as[JobRunNow, Message],
 	KindJobRunStarted: as[JobRunStarted, Message],
+	KindJobResult:       as[JobResult, Message],
+	KindJobResultPosted: as[JobResultPosted, Message],
 }
 
 // MarshalEnvelope encodes e. Its message must be one of the kinds above.

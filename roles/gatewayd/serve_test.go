@@ -2,22 +2,26 @@ package gatewayd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"boxmaker/internal/fakemm"
 	"boxmaker/internal/syncbuf"
+	"boxmaker/wire"
 )
 
 // TestPeersGatewayIsWired: with [peers] gateway naming another user, this
-// test's process (root) is refused on gateway.sock: it reads EOF, and
-// gatewayd logs the socket, the uid and the runbook entry.
+// test's process (root) is refused on gateway.sock: it reads EOF, the
+// job_result it sent is not posted, and gatewayd logs the socket, the uid
+// and the runbook entry.
 func TestPeersGatewayIsWired(t *testing.T) {
 	mm, err := fakemm.Start()
 	if err != nil {
@@ -70,8 +74,14 @@ gateway = { user = "nobody" }
 		}
 	}
 	defer c.Close()
+	// What a refused peer sends is never read: here a job_result, which
+	// would be posted in the owner's channel (the write itself may fail,
+	// the connection being closed already).
+	sess, _ := wire.NewSessionID("job-digest-1")
+	_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	_ = wire.WriteEnvelope(c, wire.Request(1, wire.JobResult{Job: "digest", Session: sess, Status: wire.JobOK, Content: "posted by a stranger"}))
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if b, err := io.ReadAll(c); err != nil || len(b) != 0 {
+	if b, err := io.ReadAll(c); err != nil && !errors.Is(err, syscall.ECONNRESET) || len(b) != 0 {
 		t.Fatalf("a refused peer read %q, %v; want EOF", b, err)
 	}
 	cancel()
@@ -84,5 +94,8 @@ gateway = { user = "nobody" }
 	}
 	if _, err := os.Lstat(sock); err == nil {
 		t.Fatal("gateway.sock is left behind")
+	}
+	if posts := mm.Posts(mm.DirectChannel(bot.ID, owner.ID)); len(posts) != 0 {
+		t.Fatalf("the refused peer's job_result was posted: %+v", posts)
 	}
 }

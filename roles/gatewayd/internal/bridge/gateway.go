@@ -138,6 +138,8 @@ func (b *Bridge) serveConn(ctx context.Context, conn net.Conn) {
 		answer(true, wire.OK{})
 	case wire.ApprovalRequest:
 		b.serveApproval(ctx, conn, m, answer)
+	case wire.JobResult:
+		b.serveJobResult(ctx, m, answer)
 	case wire.ApprovalEnded:
 		if err := b.ended(ctx, m); err != nil {
 			answer(true, wire.WireError{Code: wire.NoSuchApproval, Detail: err.Error()})
@@ -290,12 +292,7 @@ func (b *Bridge) approvalPost(ctx context.Context, req wire.ApprovalRequest) (po
 		return p.post, true, nil
 	}
 	r.mu.Unlock()
-	owner := b.firstOwner()
-	if t, ok := b.o.State.ThreadOf(req.Session); ok {
-		if ow, known := b.owners[t.Owner]; known {
-			owner = ow
-		}
-	}
+	owner := b.ownerOf(req.Session)
 	text := inert.Approval{ID: req.Approval, Tool: req.Tool, Arguments: req.Arguments, Grant: req.Grant,
 		Taint: req.Taint.String(), Session: req.Session.String(), Expires: req.Expires.Time(),
 		Digest: wire.DigestPrefix(req.Digest), HeadSeq: req.Head.Seq, HeadHash: req.Head.Hash.String()}.Text()
@@ -310,6 +307,18 @@ func (b *Bridge) approvalPost(ctx context.Context, req wire.ApprovalRequest) (po
 	}
 	b.log("approval %d posted as %s in channel %s", req.Approval, p.ID, owner.Channel)
 	return p.ID, false, nil
+}
+
+// ownerOf is the owner whose channel gets the posts of session: the owner
+// of the thread that is the session, else the first owner (a session
+// started elsewhere, bxctl chat's or a scheduled job's, has no thread).
+func (b *Bridge) ownerOf(session wire.SessionID) Owner {
+	if t, ok := b.o.State.ThreadOf(session); ok {
+		if ow, known := b.owners[t.Owner]; known {
+			return ow
+		}
+	}
+	return b.firstOwner()
 }
 
 // catchUpApproval reads the reactions on an approval post that brokerd
