@@ -13,7 +13,9 @@ import (
 
 // The demo's grants: an ask grant for reading the notes, an auto grant for
 // a shell in the scratch folder, and a deny grant for writing the notes.
-// http_fetch has no grant at all. The [[ ]] are filled with the home.
+// http_fetch has no grant at all. remember and recall (issue 17) are auto
+// and trusted: what a recall reads is labelled by each note's own label,
+// not the grant. The [[ ]] are filled with the home.
 var grants = map[string]string{
 	"notes-read.toml": `tool = "read_file"
 mode = "ask"
@@ -31,6 +33,16 @@ result_class = "private"
 
 [constraints]
 paths = ["[[scratch]]"]
+`,
+	"memory-remember.toml": `tool = "remember"
+mode = "auto"
+max_taint = "secret"
+untrusted = false
+`,
+	"memory-recall.toml": `tool = "recall"
+mode = "auto"
+max_taint = "secret"
+untrusted = false
 `,
 	"notes-write.toml": `tool = "write_file"
 mode = "deny"
@@ -58,6 +70,10 @@ func (h *Harness) SecretsDir() string { return filepath.Join(h.Home, "secrets") 
 // GrantsDir is brokerd's grants directory, read at every decision.
 func (h *Harness) GrantsDir() string { return filepath.Join(h.Home, "grants") }
 
+// JobsDir is brokerd's jobs directory ([paths] jobs, issue 17); a test
+// writes its job files there.
+func (h *Harness) JobsDir() string { return filepath.Join(h.Home, "jobs") }
+
 func (h *Harness) writeHome() error {
 	// The owner's files are outside the home: no grant may reach it.
 	files := map[string]string{
@@ -82,6 +98,9 @@ func (h *Harness) writeHome() error {
 	// The secrets directory is brokerd's alone, and empty: a test puts
 	// its secret there (SecretsDir).
 	if err := os.Mkdir(h.SecretsDir(), 0o700); err != nil {
+		return err
+	}
+	if err := os.Mkdir(h.JobsDir(), 0o700); err != nil {
 		return err
 	}
 	// The home itself is the owner's only (run/ and audit/ live in it).
@@ -134,6 +153,10 @@ func (h *Harness) writeConfigs(image string) error {
 home = "[[home]]"
 grants = "[[home]]/grants"
 secrets = "[[home]]/secrets"
+jobs = "[[home]]/jobs"
+
+[sockets]
+loop = "[[home]]/run/broker-loop/loop.sock"
 
 [approvals]
 ttl_ms = %d
@@ -157,13 +180,14 @@ socket = "[[home]]/run/loop-infer/infer.sock"
 
 [listen]
 socket = "[[home]]/run/owner-loop/loop.sock"
+jobs = "[[home]]/run/broker-loop/loop.sock"
 
 [broker]
 socket = "[[home]]/run/loop-broker/broker.sock"
 `,
 	}
 	if m := h.o.Mattermost; m != nil {
-		configs["brokerd.toml"] += "\n[sockets]\ngateway = \"[[home]]/run/broker-gateway/gateway.sock\"\n"
+		configs["brokerd.toml"] = strings.Replace(configs["brokerd.toml"], "[sockets]\n", "[sockets]\ngateway = \"[[home]]/run/broker-gateway/gateway.sock\"\n", 1)
 		configs["loopd.toml"] = strings.Replace(configs["loopd.toml"], "[listen]\n", "[listen]\ngateway = \"[[home]]/run/gateway-loop/loop.sock\"\n", 1)
 		token := filepath.Join(h.Home, "etc", "gatewayd.token")
 		if err := os.WriteFile(token, []byte(m.Token+"\n"), 0o600); err != nil {

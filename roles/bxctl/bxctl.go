@@ -18,6 +18,8 @@ type cli struct {
 	Grants    grantsCmd    `cmd:"" help:"Work with grant files."`
 	Audit     auditCmd     `cmd:"" help:"Work with the audit log."`
 	Chat      chatCmd      `cmd:"" help:"Talk to the agent through loopd."`
+	Notes     notesCmd     `cmd:"" help:"List, show, promote or delete the model's notes."`
+	Jobs      jobsCmd      `cmd:"" help:"List the scheduled jobs, or start one now."`
 }
 
 // Main runs bxctl with args (without the program name). name is what the

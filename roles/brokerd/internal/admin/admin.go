@@ -9,10 +9,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"boxmaker/policy"
 	"boxmaker/roles/brokerd/internal/approvals"
+	"boxmaker/roles/brokerd/internal/notes"
 	"boxmaker/wire"
 )
 
@@ -22,6 +24,15 @@ type Admin struct {
 	Grants    *policy.GrantsDir // the one decisions read, protected paths and all
 	Approvals *approvals.Table
 	Now       func() time.Time
+	// Notes, Jobs and Audit serve the notes and jobs requests (issue 17);
+	// without them those requests are answered with an error.
+	Notes *notes.Store
+	Jobs  Jobs
+	Audit Auditor
+
+	// noteMu makes a promotion or deletion one step: the look at the note
+	// and the change, with its audit record between.
+	noteMu sync.Mutex
 }
 
 // Handle answers msg, which must be one of the admin kinds. The answer is
@@ -40,6 +51,9 @@ func (a *Admin) Handle(ctx context.Context, msg wire.Message) wire.Message {
 		return wait(ctx, m.Approval, out, err, func(wire.DecisionRecord) wire.Message { return wire.OK{} })
 	case wire.CheckGrants:
 		return wire.GrantsReport{Problems: checkGrants(a.Grants)}
+	}
+	if answer, ok := a.handleMemJobs(ctx, msg); ok {
+		return answer
 	}
 	return wire.WireError{Code: wire.Forbidden, Detail: fmt.Sprintf("admin.sock does not accept %s", msg.Kind())}
 }

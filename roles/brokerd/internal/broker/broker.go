@@ -38,6 +38,13 @@ type Floor interface {
 	Raise(c wire.DataClass) (wire.DataClass, error)
 }
 
+// Scopes gives a session's scope (jobrun.Runner). An error (a binding that
+// cannot be read) denies the call: guessing "interactive" could hand a
+// job's session every interactive grant.
+type Scopes interface {
+	Scope(id wire.SessionID) (policy.Scope, error)
+}
+
 // Client is the loopd connection a request came on.
 type Client interface {
 	// Pending sends the pending_approval frame (not final).
@@ -62,6 +69,10 @@ type Broker struct {
 	// of how it ended (gatewayd, issue 14).
 	Gateway Gateway
 	Runtime runner.Runtime
+	// Scopes says which job, if any, a session runs for (issue 17): the
+	// bindings brokerd wrote when it started each job's run, never anything
+	// loopd says. nil: every session is interactive.
+	Scopes  Scopes
 	TTL     time.Duration // how long an approval waits
 	Now     func() time.Time
 	// Log prints lines for the owner, together (brokerd's stderr).
@@ -77,9 +88,10 @@ type Broker struct {
 func (b *Broker) Handle(ctx context.Context, req wire.ToolRequest, c Client) wire.ToolResponse {
 	unlock := b.States.Lock(req.Session)
 	st, exists, damaged := b.readState(req.Session)
-	eff, damaged := b.effective(st, damaged)
+	scope, scopeDamaged := b.scope(req.Session)
+	eff, damaged := b.effective(st, damaged || scopeDamaged)
 	now := b.Now()
-	d := b.Grants.Decide(req, eff, wire.TimestampOf(now))
+	d := b.Grants.DecideIn(scope, req, eff, wire.TimestampOf(now))
 	b.noteGrants(d)
 	b.noteSecret(req, d)
 	seq, err := b.Audit.Append(decisionEvent(req, d, eff, damaged))
@@ -222,6 +234,20 @@ func (b *Broker) effective(st policy.State, damaged bool) (policy.State, bool) {
 		return policy.State{}, true
 	}
 	return policy.State{Taint: max(st.Taint, floor), Untrusted: st.Untrusted}, false
+}
+
+// scope is the session's scope; a binding that cannot be read is reported,
+// and damaged is set so that policy denies with state_unreadable.
+func (b *Broker) scope(id wire.SessionID) (policy.Scope, bool) {
+	if b.Scopes == nil {
+		return policy.Scope{}, false
+	}
+	sc, err := b.Scopes.Scope(id)
+	if err != nil {
+		b.stateDamaged(id, err)
+		return policy.Scope{}, true
+	}
+	return sc, false
 }
 
 // readState reads the session's state; a damaged file is reported, and

@@ -182,7 +182,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 	}
 	s.mu.Unlock()
-	s.hooks.Log(logs...)
+	if len(logs) > 0 {
+		s.hooks.Log(logs...)
+	}
 	s.save()
 	for _, r := range starts {
 		s.launch(r)

@@ -127,9 +127,12 @@ func Run(ctx context.Context, d policy.Decision, rt Runtime) (Result, error) {
 	if err != nil {
 		return Result{}, errors.Join(ErrNotAllowed, err)
 	}
+	res := Result{Class: a.ResultClass(), Untrusted: a.Untrusted(), Grant: a.GrantID()}
+	if isMemory(a.Tool()) {
+		return runMemory(rt, a, req, d.State(), res), nil
+	}
 	spec := specFor(a)
 	spec.session, spec.call = req.Session, req.Call
-	res := Result{Class: a.ResultClass(), Untrusted: a.Untrusted(), Grant: a.GrantID()}
 	out, err := rt.Run(ctx, spec)
 	if err != nil {
 		var re *Error

@@ -6,8 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os/user"
+	"strconv"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"boxmaker/roles/brokerd/internal/admin"
 	"boxmaker/runbook"
 	"boxmaker/wire"
 )
@@ -24,9 +29,10 @@ var (
 		_, ok := m.(wire.ToolRequest)
 		return ok
 	}}
-	adminSock = socket{"admin.sock", "approvals, approve, refuse and check_grants", func(m wire.Message) bool {
+	adminSock = socket{"admin.sock", "approvals, approve, refuse, check_grants, and the notes and jobs requests", func(m wire.Message) bool {
 		switch m.(type) {
-		case wire.Approvals, wire.Approve, wire.Refuse, wire.CheckGrants:
+		case wire.Approvals, wire.Approve, wire.Refuse, wire.CheckGrants,
+			wire.NotesList, wire.NoteShow, wire.NotePromote, wire.NoteDelete, wire.JobsList, wire.JobRunNow:
 			return true
 		}
 		return false
@@ -73,7 +79,31 @@ func (s *Server) handle(ctx context.Context, conn net.Conn, sock socket) {
 		s.tool(ctx, conn, env.ID, req)
 		return
 	}
-	answer(conn, s.admin.Answer(ctx, env.ID, env.Msg))
+	answer(conn, s.admin.Answer(admin.WithOwner(ctx, peerName(conn)), env.ID, env.Msg))
+}
+
+// peerName is the user name of admin.sock's peer (SO_PEERCRED), for the
+// audit records of what the owner does to notes: "uid <n>" when the uid
+// has no name, "unknown" when the kernel says nothing.
+func peerName(conn net.Conn) string {
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		return "unknown"
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return "unknown"
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil || cerr != nil {
+		return "unknown"
+	}
+	id := strconv.FormatUint(uint64(cred.Uid), 10)
+	if u, err := user.LookupId(id); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "uid-" + id
 }
 
 // answer writes an admin answer's frames. One that does not fit in a frame

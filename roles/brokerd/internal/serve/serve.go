@@ -23,6 +23,8 @@ import (
 	"boxmaker/roles/brokerd/internal/broker"
 	"boxmaker/roles/brokerd/internal/config"
 	"boxmaker/roles/brokerd/internal/gateway"
+	"boxmaker/roles/brokerd/internal/jobrun"
+	"boxmaker/roles/brokerd/internal/jobs"
 	"boxmaker/roles/brokerd/internal/runner"
 	"boxmaker/roles/brokerd/internal/state"
 	"boxmaker/runbook"
@@ -58,6 +60,8 @@ type Options struct {
 	// Gateway shortens the gateway client's intervals (gateway.Options'
 	// HeadEvery, RetryMin, RetryMax and EndGrace; the defaults when zero).
 	Gateway GatewayTiming
+	// JobsClock is the job scheduler's clock (jobs.RealClock when nil).
+	JobsClock jobs.Clock
 }
 
 // GatewayTiming are the gateway client's intervals, for tests.
@@ -187,9 +191,16 @@ func Start(o Options) (*Server, error) {
 	// file first, so a call that could not run is denied, not run or asked.
 	grants.SetSecretCheck(func(use policy.SecretUse) error { return policy.CheckSecretUse(secretsDir, use) })
 	table := approvals.New()
+	notesStore, err := openNotes(cfg.Paths.Home, s.log)
+	if err != nil {
+		return nil, errors.Join(err, w.Close())
+	}
+	jobRunner := &jobrun.Runner{Audit: w, Bindings: state.NewBindings(filepath.Join(cfg.Paths.Home, "broker", "job-sessions")),
+		States: states, Floor: floor, Notes: notesStore, LoopSocket: cfg.Sockets.Loop, Now: now, Log: s.log}
 	s.broker = &broker.Broker{Grants: grants, Audit: w, States: states, Floor: floor, Approvals: table,
-		Runtime: o.Runtime, TTL: time.Duration(cfg.Approvals.TTLMs) * time.Millisecond, Now: now, Log: s.log}
-	s.admin = &admin.Admin{Grants: grants, Approvals: table, Now: now}
+		Runtime: runner.WithMemory{Tools: o.Runtime, Notes: notesStore, Now: now}, Scopes: jobRunner,
+		TTL: time.Duration(cfg.Approvals.TTLMs) * time.Millisecond, Now: now, Log: s.log}
+	s.admin = &admin.Admin{Grants: grants, Approvals: table, Now: now, Notes: notesStore, Audit: w}
 
 	// Each socket is 0600 in a directory of its own, 0660 in a deployed
 	// pair directory, and lets through only the client [peers] names.
@@ -217,6 +228,22 @@ func Start(o Options) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
+	if p, ok := any(s.gateway).(jobrun.Poster); ok && s.gateway != nil {
+		jobRunner.Poster = p
+	}
+	clock := o.JobsClock
+	if clock == nil {
+		clock = jobs.RealClock{}
+	}
+	js, err := s.startJobs(ctx, cfg, jobRunner, clock)
+	if err != nil {
+		cancel()
+		for _, ln := range s.lns {
+			ln.Close()
+		}
+		return nil, errors.Join(err, w.Close())
+	}
+	s.admin.Jobs = js
 	s.slots = []*slots{newSlots(brokerSock, cfg.Sockets.MaxBrokerConnections), newSlots(adminSock, cfg.Sockets.MaxAdminConnections)}
 	for i, sock := range []socket{brokerSock, adminSock} {
 		ln, sl := s.lns[i], s.slots[i]

@@ -1,0 +1,247 @@
+// Package jobrun runs one scheduled job's run for brokerd (issue 17): it is
+// the scheduler's Start hook. brokerd, not loopd, names the run's session
+// and binds it to the job (docs/decisions.md, "Memory and scheduled jobs:
+// the design"), so that a job's grants are used only in a session brokerd
+// started for that job, and only while its run lasts:
+//
+//  1. make the session id and write job_started to the audit log;
+//  2. write the binding (broker/job-sessions/<id>.json) and mark the run
+//     active; only then does loopd hear the id;
+//  3. say the job's prompt on loopd's jobs socket and wait for the turn;
+//  4. end the run (the session now sees no grant), deliver the result
+//     (a post through gatewayd, a note labelled with the session's state,
+//     or both), and write job_ended.
+package jobrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"boxmaker/policy"
+	"boxmaker/roles/brokerd/internal/jobs"
+	"boxmaker/roles/brokerd/internal/notes"
+	"boxmaker/roles/brokerd/internal/state"
+	"boxmaker/runbook"
+	"boxmaker/wire"
+)
+
+// Audit is what a run needs of the audit log.
+type Audit interface {
+	Append(ev wire.AuditEvent) (uint64, error)
+}
+
+// Poster posts a job's result to the owner (brokerd's gateway client).
+type Poster interface {
+	PostJobResult(ctx context.Context, r wire.JobResult) (post string, err error)
+}
+
+// Runner starts and follows job runs. Its fields are set once, before the
+// first Start.
+type Runner struct {
+	Audit    Audit
+	Bindings *state.Bindings
+	// States and Floor give the session's state when the run ends: the
+	// label of a result written as a note.
+	States interface {
+		Read(id wire.SessionID) (policy.State, bool, error)
+	}
+	Floor interface {
+		Level() (wire.DataClass, error)
+	}
+	Notes *notes.Store
+	// Poster is nil when there is no gatewayd: a result to post then
+	// fails the run, and the owner is told in the log.
+	Poster Poster
+	// LoopSocket is loopd's jobs socket ([sockets] loop); empty: no run
+	// can start.
+	LoopSocket string
+	Now        func() time.Time
+	Log        func(lines ...string)
+
+	mu     sync.Mutex
+	active map[wire.SessionID]string // session → job, while its run lasts
+	last   map[string]wire.SessionID // job → its latest run's session
+}
+
+// LastSession is the session of the job's latest run started by this
+// brokerd, for bxctl jobs.
+func (r *Runner) LastSession(job string) (wire.SessionID, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id, ok := r.last[job]
+	return id, ok
+}
+
+// Scope is the scope session id is decided in: no job for an interactive
+// session; its job while the run lasts; its job, ended, once it is over or
+// when brokerd restarted during it (the binding is on disk, the run is not
+// in this process). ok is false when the binding cannot be read: the call
+// is then denied, never decided as interactive.
+func (r *Runner) Scope(id wire.SessionID) (policy.Scope, error) {
+	bd, bound, err := r.Bindings.Lookup(id)
+	if err != nil {
+		return policy.Scope{}, err
+	}
+	if !bound {
+		return policy.Scope{}, nil
+	}
+	r.mu.Lock()
+	job, running := r.active[id]
+	r.mu.Unlock()
+	return policy.Scope{Job: bd.Job, DenyAsks: bd.DenyAsks, Ended: !running || job != bd.Job || bd.Ended}, nil
+}
+
+// Start runs r to its end: the scheduler calls it in a goroutine of its
+// own. The error is the run's outcome, for `bxctl jobs`.
+func (r *Runner) Start(ctx context.Context, run jobs.Run) error {
+	if r.LoopSocket == "" {
+		r.Log("brokerd: job " + run.Job.Name + " is due, but [sockets] loop is not set: nothing runs; " + runbook.See("jobs-no-loop"))
+		return errors.New("[sockets] loop is not set")
+	}
+	id, err := r.newSession(run.Job.Name)
+	if err != nil {
+		return err
+	}
+	if _, err := r.Audit.Append(wire.JobStartedEvent{Job: run.Job.Name, Session: id, Trigger: trigger(run.Trigger),
+		Due: wire.TimestampOf(run.Due), JobSha256: run.Job.Sha256}); err != nil {
+		r.Log("brokerd: job " + run.Job.Name + " not started: the audit log cannot be written: " + err.Error())
+		return fmt.Errorf("not started: the audit log cannot be written: %w", err)
+	}
+	if err := r.Bindings.Bind(id, state.Binding{Job: run.Job.Name, DenyAsks: run.Job.DenyAsks}); err != nil {
+		r.Log("brokerd: job " + run.Job.Name + " not started: " + err.Error())
+		r.ended(run, id, wire.JobFailed, "not started: "+err.Error())
+		return err
+	}
+	r.mu.Lock()
+	if r.active == nil {
+		r.active, r.last = map[wire.SessionID]string{}, map[string]wire.SessionID{}
+	}
+	r.active[id] = run.Job.Name
+	r.last[run.Job.Name] = id
+	r.mu.Unlock()
+
+	reply, sayErr := say(ctx, r.LoopSocket, id, run.Job.Prompt)
+
+	// The run is over before anything is delivered: from here on the
+	// session sees no grant, whatever loopd does with it.
+	r.mu.Lock()
+	delete(r.active, id)
+	r.mu.Unlock()
+	if err := r.Bindings.End(id); err != nil {
+		// The in-memory mark already ended it; the file says so at the
+		// next start (no run is active then).
+		r.Log("brokerd: job " + run.Job.Name + ": " + err.Error())
+	}
+	status, content := wire.JobOK, reply
+	if sayErr != nil {
+		status, content = wire.JobFailed, sayErr.Error()
+		r.Log(fmt.Sprintf("brokerd: job %s, session %s: %v; %s", run.Job.Name, id, sayErr, runbook.See("job-failed")))
+	}
+	delivered := r.deliver(ctx, run, id, status, content)
+	msg := (*string)(nil)
+	if sayErr != nil || delivered != nil {
+		m := errors.Join(sayErr, delivered).Error()
+		msg = &m
+	}
+	r.ended(run, id, status, derefOr(msg, ""))
+	if sayErr != nil {
+		return sayErr
+	}
+	return delivered
+}
+
+// deliver posts the result and/or writes it as a note, as the job says.
+func (r *Runner) deliver(ctx context.Context, run jobs.Run, id wire.SessionID, status wire.JobStatus, content string) error {
+	var errs []error
+	if run.Job.Result.Note() && status == wire.JobOK {
+		if err := r.note(run, id, content); err != nil {
+			errs = append(errs, fmt.Errorf("the result was not written as a note: %w", err))
+		}
+	}
+	if run.Job.Result.Post() {
+		if r.Poster == nil {
+			errs = append(errs, errors.New("the result was not posted: there is no gatewayd ([sockets] gateway)"))
+		} else if _, err := r.Poster.PostJobResult(ctx, wire.JobResult{Job: run.Job.Name, Session: id, Status: status,
+			Content: content}); err != nil {
+			errs = append(errs, fmt.Errorf("the result was not posted: %w", err))
+		}
+	}
+	for _, err := range errs {
+		r.Log(fmt.Sprintf("brokerd: job %s, session %s: %v; %s", run.Job.Name, id, err, runbook.See("job-failed")))
+	}
+	return errors.Join(errs...)
+}
+
+// note writes the reply as a note, labelled with the session's state as
+// the turn left it (raised to the floor): a run that read something
+// untrusted writes an untrusted note, like a remember call would.
+func (r *Runner) note(run jobs.Run, id wire.SessionID, content string) error {
+	st, _, err := r.States.Read(id)
+	if err != nil {
+		return err
+	}
+	floor, err := r.Floor.Level()
+	if err != nil {
+		return err
+	}
+	now := r.Now()
+	title := "Job " + run.Job.Name + ", " + wire.TimestampOf(run.Due).String()
+	_, err = r.Notes.Put("", title, content, notes.Label{Taint: max(st.Taint, floor), Untrusted: st.Untrusted,
+		Session: id, WrittenAt: wire.TimestampOf(now)})
+	return err
+}
+
+func (r *Runner) ended(run jobs.Run, id wire.SessionID, status wire.JobStatus, msg string) {
+	ev := wire.JobEndedEvent{Job: run.Job.Name, Session: id, Status: status}
+	if msg != "" {
+		ev.Message = &msg
+	}
+	if _, err := r.Audit.Append(ev); err != nil {
+		r.Log("brokerd: job " + run.Job.Name + ": its end could not be recorded: " + err.Error())
+	}
+}
+
+// newSession makes job-<name>-<unix ms>, with the name cut to fit 64
+// characters, and -2, -3, ... when that exists.
+func (r *Runner) newSession(job string) (wire.SessionID, error) {
+	if len(job) > 40 {
+		job = job[:40]
+	}
+	base := "job-" + job + "-" + strconv.FormatInt(r.Now().UnixMilli(), 10)
+	for n := 1; n <= 100; n++ {
+		name := base
+		if n > 1 {
+			name += "-" + strconv.Itoa(n)
+		}
+		id, err := wire.NewSessionID(name)
+		if err != nil {
+			return wire.SessionID{}, err
+		}
+		if _, bound, err := r.Bindings.Lookup(id); err == nil && !bound {
+			return id, nil
+		}
+	}
+	return wire.SessionID{}, fmt.Errorf("no free session id from %s", base)
+}
+
+func trigger(t jobs.Trigger) wire.JobTrigger {
+	switch t {
+	case jobs.CatchUp:
+		return wire.TriggerCatchUp
+	case jobs.Manual:
+		return wire.TriggerManual
+	default:
+		return wire.TriggerScheduled
+	}
+}
+
+func derefOr(s *string, d string) string {
+	if s == nil {
+		return d
+	}
+	return *s
+}
