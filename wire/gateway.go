@@ -152,7 +152,6 @@ const MaxJobResultContent = 64 << 10
 // MaxJobResultContent.
 var ErrJobResultTooLarge = errors.New("wire: job result content is over 64 KiB")
 
-
 // JobResult is a scheduled job's result for gatewayd to post to the owner:
 // Job is the job's name (its file's stem, ValidID), Session the run's
 // session, Content the reply (JobOK) or the failure's message (JobFailed),

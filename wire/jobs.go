@@ -171,7 +171,7 @@ type JobRunStarted struct {
 type JobInfo struct {
 	Name          string         `json:"name"`
 	Schedule      string         `json:"schedule"`
-	Result        JobDelivery      `json:"result"`
+	Result        JobDelivery    `json:"result"`
 	UnattendedAsk UnattendedMode `json:"unattended_ask"`
 	CatchUp       bool           `json:"catch_up"`
 	Last          *JobLastRun    `json:"last"`

@@ -50,16 +50,16 @@ const (
 	KindApprovalEnded   = "approval_ended"
 
 	// admin.sock, memory and jobs (wire/jobs.go, issue 17)
-	KindNotesList     = "notes_list"
-	KindNoteList      = "note_list"
-	KindNoteShow      = "note_show"
-	KindNoteShown     = "note_shown"
-	KindNotePromote   = "note_promote"
-	KindNoteDelete    = "note_delete"
-	KindJobsList      = "jobs_list"
-	KindJobList       = "job_list"
-	KindJobRunNow     = "job_run_now"
-	KindJobRunStarted = "job_run_started"
+	KindNotesList       = "notes_list"
+	KindNoteList        = "note_list"
+	KindNoteShow        = "note_show"
+	KindNoteShown       = "note_shown"
+	KindNotePromote     = "note_promote"
+	KindNoteDelete      = "note_delete"
+	KindJobsList        = "jobs_list"
+	KindJobList         = "job_list"
+	KindJobRunNow       = "job_run_now"
+	KindJobRunStarted   = "job_run_started"
 	KindJobResult       = "job_result"
 	KindJobResultPosted = "job_result_posted"
 )
@@ -95,16 +95,16 @@ var messages = map[string]func([]byte) (Message, error){
 	KindOwnerAnswer:     as[OwnerAnswer, Message],
 	KindApprovalEnded:   as[ApprovalEnded, Message],
 
-	KindNotesList:     as[NotesList, Message],
-	KindNoteList:      as[NoteList, Message],
-	KindNoteShow:      as[NoteShow, Message],
-	KindNoteShown:     as[NoteShown, Message],
-	KindNotePromote:   as[NotePromote, Message],
-	KindNoteDelete:    as[NoteDelete, Message],
-	KindJobsList:      as[JobsList, Message],
-	KindJobList:       as[JobList, Message],
-	KindJobRunNow:     as[JobRunNow, Message],
-	KindJobRunStarted: as[JobRunStarted, Message],
+	KindNotesList:       as[NotesList, Message],
+	KindNoteList:        as[NoteList, Message],
+	KindNoteShow:        as[NoteShow, Message],
+	KindNoteShown:       as[NoteShown, Message],
+	KindNotePromote:     as[NotePromote, Message],
+	KindNoteDelete:      as[NoteDelete, Message],
+	KindJobsList:        as[JobsList, Message],
+	KindJobList:         as[JobList, Message],
+	KindJobRunNow:       as[JobRunNow, Message],
+	KindJobRunStarted:   as[JobRunStarted, Message],
 	KindJobResult:       as[JobResult, Message],
 	KindJobResultPosted: as[JobResultPosted, Message],
 }

@@ -13,10 +13,10 @@ func TestDemoScript(t *testing.T) {
 		return &ChatRequest{Messages: []Message{{Role: "user", Content: c}}}
 	}
 	for text, want := range map[string]string{
-		"What do my notes say?":   `{"arguments":{"path":"/demo/notes/today.md"},"tool":"read_file"}`,
-		"list the scratch folder": `{"arguments":{"command":"ls -la","cwd":"/demo/scratch"},"tool":"shell"}`,
-		"fetch a web page":        `{"arguments":{"url":"https://example.com/"},"tool":"http_fetch"}`,
-		"run: cat notes | base64": `{"arguments":{"command":"cat notes | base64","cwd":"/demo/scratch"},"tool":"shell"}`,
+		"What do my notes say?":                     `{"arguments":{"path":"/demo/notes/today.md"},"tool":"read_file"}`,
+		"list the scratch folder":                   `{"arguments":{"command":"ls -la","cwd":"/demo/scratch"},"tool":"shell"}`,
+		"fetch a web page":                          `{"arguments":{"url":"https://example.com/"},"tool":"http_fetch"}`,
+		"run: cat notes | base64":                   `{"arguments":{"command":"cat notes | base64","cwd":"/demo/scratch"},"tool":"shell"}`,
 		"remember: Plants | Water them on Fridays.": `{"arguments":{"text":"Water them on Fridays.","title":"Plants"},"tool":"remember"}`,
 		"recall: plants friday":                     `{"arguments":{"query":"plants friday"},"tool":"recall"}`,
 		"read note n-0123":                          `{"arguments":{"id":"n-0123"},"tool":"recall"}`,

@@ -72,9 +72,9 @@ type Broker struct {
 	// Scopes says which job, if any, a session runs for (issue 17): the
 	// bindings brokerd wrote when it started each job's run, never anything
 	// loopd says. nil: every session is interactive.
-	Scopes  Scopes
-	TTL     time.Duration // how long an approval waits
-	Now     func() time.Time
+	Scopes Scopes
+	TTL    time.Duration // how long an approval waits
+	Now    func() time.Time
 	// Log prints lines for the owner, together (brokerd's stderr).
 	Log func(lines ...string)
 

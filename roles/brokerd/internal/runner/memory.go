@@ -21,7 +21,9 @@ type WithMemory struct {
 	Now   func() time.Time
 }
 
-func (w WithMemory) Run(ctx context.Context, spec *RunSpec) (Output, error) { return w.Tools.Run(ctx, spec) }
+func (w WithMemory) Run(ctx context.Context, spec *RunSpec) (Output, error) {
+	return w.Tools.Run(ctx, spec)
+}
 
 // RecallLimit is how many notes a search returns, best first.
 const RecallLimit = 5
