@@ -60,7 +60,10 @@ func ask(e *env, cmd, path string, msg wire.Message) (wire.Message, error) {
 		fmt.Fprintf(e.stderr, "%s: brokerd answered out of turn (frame %d, final %v)\n", cmd, env.ID, env.Final)
 		return nil, exitCode(1)
 	}
-	if we, ok := env.Msg.(wire.WireError); ok && we.Code != wire.NoSuchApproval {
+	// The "no such" answers are the command's to explain; any other error
+	// is reported here.
+	if we, ok := env.Msg.(wire.WireError); ok && we.Code != wire.NoSuchApproval && we.Code != wire.NoSuchNote &&
+		we.Code != wire.NoSuchJob && we.Code != wire.JobRunning {
 		fmt.Fprintf(e.stderr, "%s: brokerd refused the request: %s: %s\n", cmd, we.Code, wire.Printable(we.Detail))
 		return nil, exitCode(1)
 	}

@@ -105,10 +105,22 @@ func noteBlock(s wire.NoteShown) string {
 	return b.String()
 }
 
-// Run promotes; brokerd writes note_promoted to the audit log first.
+// Run shows the note, then promotes exactly that version: the request
+// carries the written_at just shown, and brokerd refuses it if the note was
+// written again since, so the owner vouches for the text on the screen.
+// brokerd writes note_promoted to the audit log first.
 func (c *notesPromoteCmd) Run(e *env) error {
 	cmd := e.name + " notes promote"
-	msg, err := ask(e, cmd, adminSocket(c.AdminSocket), wire.NotePromote{ID: c.ID})
+	msg, err := ask(e, cmd, adminSocket(c.AdminSocket), wire.NoteShow{ID: c.ID})
+	if err != nil {
+		return err
+	}
+	seen, ok := msg.(wire.NoteShown)
+	if !ok {
+		return noSuchNote(e, cmd, c.ID, msg)
+	}
+	fmt.Fprint(e.stdout, noteBlock(seen))
+	msg, err = ask(e, cmd, adminSocket(c.AdminSocket), wire.NotePromote{ID: c.ID, WrittenAt: seen.Note.WrittenAt})
 	if err != nil {
 		return err
 	}

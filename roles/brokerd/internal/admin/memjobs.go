@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"boxmaker/roles/brokerd/internal/jobs"
 	"boxmaker/roles/brokerd/internal/notes"
 	"boxmaker/wire"
 )
@@ -80,8 +81,13 @@ func (a *Admin) handleMemJobs(ctx context.Context, msg wire.Message) (wire.Messa
 			return unavailable("jobs"), true
 		}
 		started, err := a.Jobs.RunNow(m.Name)
-		if err != nil {
-			return wire.WireError{Code: wire.NoSuchJob, Detail: err.Error()}, true
+		switch {
+		case errors.Is(err, jobs.ErrRunning):
+			return wire.WireError{Code: wire.JobRunning, Detail: "its previous run is still going"}, true
+		case errors.Is(err, jobs.ErrNoJob):
+			return wire.WireError{Code: wire.NoSuchJob, Detail: "there is no such job (see bxctl jobs)"}, true
+		case err != nil:
+			return wire.WireError{Code: wire.Internal, Detail: err.Error()}, true
 		}
 		return started, true
 	}
