@@ -230,5 +230,3 @@ func TestJobRunsBoundToItsJob(t *testing.T) {
 	}
 	strictAgain.answer(t, "ok")
 }
-
-
