@@ -198,7 +198,13 @@ func TestEvery(t *testing.T) {
 			t.Errorf("every %s after %s: %s, want %s", tc.d, tc.after, got, tc.want)
 		}
 	}
-	if got := Every(15 * time.Minute).String(); got != "every 15m0s" {
+	for d, want := range map[time.Duration]string{15 * time.Minute: "every 15m", 24 * time.Hour: "every 24h", 90 * time.Minute: "every 1h30m",
+		90 * time.Second: "every 1m30s"} {
+		if got := Every(d).String(); got != want {
+			t.Errorf("Every(%s).String() = %q, want %q", d, got, want)
+		}
+	}
+	if got := Every(15 * time.Minute).String(); got != "every 15m" {
 		t.Errorf("String() = %q", got)
 	}
 	func() {

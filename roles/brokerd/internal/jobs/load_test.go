@@ -55,7 +55,7 @@ catch_up = true
 		m.DenyAsks || m.CatchUp || m.Sha256 != wire.Sha256([]byte(validJob)) {
 		t.Errorf("morning: %+v", m)
 	}
-	if s.Schedule.String() != "every 6h0m0s" || s.Prompt != "Look at the backups.\nWrite what failed." || s.Result != ResultBoth ||
+	if s.Schedule.String() != "every 6h" || s.Prompt != "Look at the backups.\nWrite what failed." || s.Result != ResultBoth ||
 		!s.DenyAsks || !s.CatchUp {
 		t.Errorf("sweep: %+v", s)
 	}

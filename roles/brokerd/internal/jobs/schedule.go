@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -53,7 +54,18 @@ func (e every) Next(after time.Time) time.Time {
 	return time.Unix(0, k*d).In(after.Location())
 }
 
-func (e every) String() string { return "every " + time.Duration(e).String() }
+// String is "every 15m", "every 24h", "every 1h30m": the duration without
+// its zero minutes and seconds, as an owner writes it.
+func (e every) String() string {
+	s := time.Duration(e).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return "every " + s
+}
 
 // floorDiv is a/b rounded towards minus infinity (b > 0).
 func floorDiv(a, b int64) int64 {

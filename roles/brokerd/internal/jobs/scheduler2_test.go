@@ -275,7 +275,7 @@ func TestSchedulerReplace(t *testing.T) {
 		t.Errorf("a changed job's slots before the change count as dealt with up to %s", checked)
 	}
 	st := h.s.Status()
-	if len(st) != 2 || st[0].Name != "keep" || !st[0].Next.Equal(t0.Add(13*time.Minute)) || st[0].Schedule != "every 5m0s" ||
+	if len(st) != 2 || st[0].Name != "keep" || !st[0].Next.Equal(t0.Add(13*time.Minute)) || st[0].Schedule != "every 5m" ||
 		st[1].Name != "new" || !st[1].Next.Equal(t0.Add(53*time.Minute)) {
 		t.Errorf("status %+v", st)
 	}
