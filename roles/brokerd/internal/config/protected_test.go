@@ -14,8 +14,9 @@ import (
 // secrets directories, both sockets' directories where they are, this
 // config file and its neighbours, /etc/boxmaker and Podman's places.
 func TestProtected(t *testing.T) {
-	text := "[paths]\nhome = \"/srv/bx\"\ngrants = \"/srv/grants\"\nsecrets = \"/srv/secrets\"\n" +
+	text := "[paths]\nhome = \"/srv/bx\"\ngrants = \"/srv/grants\"\nsecrets = \"/srv/secrets\"\njobs = \"/srv/jobs\"\n" +
 		"[sockets]\nbroker = \"/run/bx/lb/broker.sock\"\nadmin = \"/run/bx/ob/admin.sock\"\ngateway = \"/run/bx/bg/gateway.sock\"\n" +
+		"loop = \"/run/bx/bl/loop.sock\"\n" +
 		"[podman]\nsocket = \"unix:///run/pm/podman.sock\"\nshared_dir = \"/run/bx/tb\"\n"
 	c, err := Parse("/etc/bx/brokerd.toml", []byte(text), env(nil))
 	if err != nil {
@@ -31,7 +32,10 @@ func TestProtected(t *testing.T) {
 	for _, want := range []string{"/srv/bx", "/srv/bx/audit", "/srv/bx/broker/sessions", "/srv/bx/sessions", "/srv/bx/memory",
 		"/srv/bx/run/loop-infer", "/srv/grants", "/srv/secrets", "/run/bx/lb", "/run/bx/ob", "/run/bx/bg", "/etc/bx/brokerd.toml",
 		"/etc/bx/loopd.toml", "/etc/bx/inferproxy.toml", "/etc/bx/gatewayd.toml", "/etc/boxmaker", "/run/pm",
-		"/var/lib/containers/storage", "/run/bx/tb"} {
+		"/var/lib/containers/storage", "/run/bx/tb",
+		// Issue 17: no grant may write a job, a note, the index, or listen
+		// where brokerd starts jobs.
+		"/srv/jobs", "/srv/bx/memory/notes", "/srv/bx/index", "/run/bx/bl"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("%s is not protected; the set is %q", want, got)
 		}
