@@ -230,3 +230,82 @@ func TestJobRunsBoundToItsJob(t *testing.T) {
 	}
 	strictAgain.answer(t, "ok")
 }
+
+// restart stops brokerd and starts it again on the same home, with opts.
+func (h *harness) restart(opts ...option) {
+	h.t.Helper()
+	h.stop()
+	o := Options{Config: h.cfg, Runtime: hookedRuntime{h}, Stderr: h.stderr, States: h.states, RequestTimeout: 10 * time.Second}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	srv, err := Start(o)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.srv = srv
+}
+
+// TestJobCatchUpAfterDowntime: brokerd is down over three due times; at
+// its start the job that says catch_up = true runs once, recorded as a
+// catch-up, and the job that does not waits for its next due time.
+func TestJobCatchUpAfterDowntime(t *testing.T) {
+	clock := jobstest.NewClock(jobsT0)
+	jobFiles := map[string]string{
+		"catchy.toml": "every = \"1h\"\nprompt = \"Catch up.\"\nresult = \"note\"\ncatch_up = true\n",
+		"plain.toml":  "every = \"1h\"\nprompt = \"Plain.\"\nresult = \"note\"\n",
+	}
+	var loop *fakeLoop
+	h := start(t, nil, withJobs(t, jobFiles, clock), func(o *Options) { loop = listenLoop(t, o.Config.Sockets.Loop) })
+	clock.WaitIdle(t, 0)
+	clock.To(t, jobsT0.Add(30*time.Minute))
+	for range 2 {
+		loop.next(t).answer(t, "done")
+	}
+	ended := func(n int) func() bool {
+		return func() bool {
+			k := 0
+			for _, ev := range h.events() {
+				if _, ok := ev.(wire.JobEndedEvent); ok {
+					k++
+				}
+			}
+			return k == n
+		}
+	}
+	eventually(t, "the first runs to end", ended(2))
+
+	// Down from 11:00 to 14:10: the 12:00, 13:00 and 14:00 runs are missed.
+	h.stop()
+	made, _ := clock.State()
+	clock.Advance(3*time.Hour + 10*time.Minute)
+	h.restart(withJobs(t, jobFiles, clock))
+	caught := loop.next(t)
+	if caught.say.Text != "Catch up." {
+		t.Fatalf("at start, %q ran", caught.say.Text)
+	}
+	caught.answer(t, "caught up")
+	eventually(t, "the catch-up run to end", ended(3))
+	clock.WaitIdle(t, made)
+	select {
+	case s := <-loop.says:
+		t.Fatalf("a second run at start: %q", s.say.Text)
+	case <-time.After(200 * time.Millisecond):
+	}
+	var triggers []string
+	for _, ev := range h.events() {
+		if e, ok := ev.(wire.JobStartedEvent); ok {
+			triggers = append(triggers, e.Job+":"+e.Trigger.String()+"@"+e.Due.Time().Format("15:04"))
+		}
+	}
+	if got := strings.Join(triggers, " "); got != "catchy:scheduled@11:00 plain:scheduled@11:00 catchy:catch_up@12:00" &&
+		got != "plain:scheduled@11:00 catchy:scheduled@11:00 catchy:catch_up@12:00" {
+		t.Fatalf("job_started records: %s", got)
+	}
+	// At 15:00 both run as scheduled again.
+	clock.To(t, jobsT0.Add(4*time.Hour+30*time.Minute))
+	for range 2 {
+		loop.next(t).answer(t, "done")
+	}
+	eventually(t, "the 15:00 runs to end", ended(5))
+}
