@@ -1,9 +1,9 @@
 // Package gatewaytest is a stand-in gatewayd for brokerd's tests: it
 // listens on gateway.sock, reads each connection's request frame, answers
-// broker_start, audit_head and approval_ended itself, keeps every message
-// it was sent, and hands each approval_request's connection to the test,
-// which then writes what gatewayd would (approval_posted, owner_answer, or
-// anything else).
+// broker_start, audit_head, approval_ended and job_result itself, keeps
+// every message it was sent, and hands each approval_request's connection
+// to the test, which then writes what gatewayd would (approval_posted,
+// owner_answer, or anything else).
 package gatewaytest
 
 import (
@@ -88,8 +88,12 @@ func Listen(tb testing.TB, path string) *Gatewayd {
 	return g
 }
 
-// SetReply makes f answer broker_start, audit_head and approval_ended
-// (ok when f is nil, or returns nil).
+// JobPost is the post the stand-in names in its job_result_posted.
+const JobPost = "j0bp0st4xz7wq2m9kdr3tn8vc1"
+
+// SetReply makes f answer broker_start, audit_head, approval_ended and
+// job_result (when f is nil, or returns nil: ok, and job_result_posted
+// naming JobPost for a job_result).
 func (g *Gatewayd) SetReply(f func(wire.Message) wire.Message) {
 	g.mu.Lock()
 	g.reply = f
@@ -219,6 +223,9 @@ func (g *Gatewayd) serve(conn net.Conn) {
 		return // the test answers, and brokerd or Close closes it
 	}
 	var ans wire.Message = wire.OK{}
+	if _, ok := env.Msg.(wire.JobResult); ok {
+		ans = wire.JobResultPosted{Post: JobPost}
+	}
 	if reply != nil {
 		if r := reply(env.Msg); r != nil {
 			ans = r
