@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"boxmaker/internal/fakemm"
 	"boxmaker/wire"
@@ -31,14 +32,32 @@ func TestJobAskApprovedOnMattermost(t *testing.T) {
 	if out, err := w.bxctl("jobs", "run", "digest"); err != nil || !strings.HasPrefix(out, "started digest (due ") {
 		t.Fatalf("jobs run: %v\n%s", err, out)
 	}
-	id := w.pending()
+	var id uint64
+	for deadline := time.Now().Add(60 * time.Second); id == 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if out, err := w.bxctl("approvals"); err == nil && strings.Contains(out, "grant digest-notes") {
+			id, _ = parseUint(strings.Fields(out)[0])
+		}
+	}
+	if id == 0 {
+		t.Fatal("the job's call never became pending")
+	}
 	ap := w.approvalPost(id)
 	w.mm.React(w.owner.ID, ap.ID, "+1")
-	w.checkAnswer("approved", w.owner.ID, ap.ID, nil)
 	w.wait("the job's result", func(p fakemm.Post) bool {
 		return p.UserID == w.bot.ID && strings.Contains(p.Message, "Scheduled job `digest`") &&
 			strings.Contains(p.Message, "finished") && strings.Contains(p.Message, "Water the plants")
 	})
+	w.checkAnswer("approved", w.owner.ID, ap.ID, nil)
+	// job_ended follows the post and the note.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		evs := events(t, h)
+		if _, ok := evs[len(evs)-1].(wire.JobEndedEvent); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no job_ended record")
+		}
+	}
 
 	var session string
 	var kinds []string

@@ -228,8 +228,8 @@ func Start(o Options) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	if p, ok := any(s.gateway).(jobrun.Poster); ok && s.gateway != nil {
-		jobRunner.Poster = p
+	if s.gateway != nil {
+		jobRunner.Poster = s.gateway
 	}
 	clock := o.JobsClock
 	if clock == nil {
