@@ -37,8 +37,8 @@ var (
 	fxPost     = "q7m2c8tx4jfu3ne9kdwbr5hy1o" // a Mattermost post id
 	// Issue 17: a job's session, and a note as written and as promoted.
 	fxJobSession   = SessionID{"job-daily-digest-1789632300000"}
-	fxNote         = NoteInfo{"n-1789632300000-1", "Kyle's \"style\"", 49, Private, true, fxSession, fxTime, nil, nil}
-	fxNotePromoted = NoteInfo{"n-1789632300000-2", "Weekly plan", 0, Secret, false, fxJobSession, fxTime, str("bxctl"), &fxExpires}
+	fxNote         = NoteInfo{"n-1789632300000-1", "Kyle's \"style\"", 49, Private, true, fxSession, fxTime, nil, nil, fxHash}
+	fxNotePromoted = NoteInfo{"n-1789632300000-2", "Weekly plan", 0, Secret, false, fxJobSession, fxTime, str("bxctl"), &fxExpires, fxHash}
 )
 
 func envelope(id uint64, final bool, m Message) *Envelope {
@@ -94,7 +94,7 @@ func fixtures() []fixture {
 		{"msg-note_show", envelope(6, true, NoteShow{"n-1789632300000-1"})},
 		{"msg-note_shown", envelope(6, true, NoteShown{fxNote, "Kyle prefers <b>short</b> answers.\nlabel: trusted"})},
 		{"msg-note_shown-promoted", envelope(6, true, NoteShown{fxNotePromoted, ""})},
-		{"msg-note_promote", envelope(6, true, NotePromote{"n-1789632300000-1", 1789632300000})},
+		{"msg-note_promote", envelope(6, true, NotePromote{"n-1789632300000-1", fxHash})},
 		{"msg-note_delete", envelope(6, true, NoteDelete{"n-1789632300000-1"})},
 		{"msg-jobs_list", envelope(6, true, JobsList{})},
 		{"msg-job_list", envelope(6, true, JobList{[]JobInfo{

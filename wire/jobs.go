@@ -114,13 +114,13 @@ type NoteShown struct {
 }
 
 // NotePromote is the owner vouching for a note: its untrusted mark is
-// cleared, and the audit log says so. WrittenAt is the written_at of the
-// note as the owner saw it: a note written again since is not promoted, so
-// that a model cannot swap the text between the owner's look and the
-// vouching.
+// cleared, and the audit log says so. Version is the note's version as the
+// owner saw it (NoteInfo.Version): a note written again since is not
+// promoted, so that a model cannot swap the text between the owner's look
+// and the vouching.
 type NotePromote struct {
-	ID        string    `json:"id"`
-	WrittenAt Timestamp `json:"written_at"`
+	ID      string `json:"id"`
+	Version Hash32 `json:"version"`
 }
 
 // NoteDelete deletes a note; the answer is ok.
@@ -142,6 +142,9 @@ type NoteInfo struct {
 	WrittenAt  Timestamp  `json:"written_at"`
 	PromotedBy *string    `json:"promoted_by"`
 	PromotedAt *Timestamp `json:"promoted_at"`
+	// Version is the SHA-256 of the note's id, title, text and label:
+	// note_promote must name it.
+	Version Hash32 `json:"version"`
 }
 
 // JobsList asks for every job.

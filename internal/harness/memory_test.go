@@ -199,7 +199,9 @@ func TestNotesQuarantine(t *testing.T) {
 	if err != nil || !strings.Contains(shown, "│ "+marker) || !strings.Contains(shown, "untrusted") {
 		t.Fatalf("notes show: %v\n%s", err, shown)
 	}
-	promoted, err := bxctl(t, h, "notes", "promote", id)
+	_, version, _ := strings.Cut(shown, "\nversion ")
+	version, _, _ = strings.Cut(version, " ")
+	promoted, err := bxctl(t, h, "notes", "promote", id, version)
 	if err != nil || !strings.Contains(promoted, "promoted "+id) {
 		t.Fatalf("notes promote: %v\n%s", err, promoted)
 	}

@@ -1,6 +1,7 @@
 package bxctl
 
 import (
+	"encoding/hex"
 	"fmt"
 	"strings"
 
@@ -16,7 +17,7 @@ import (
 type notesCmd struct {
 	List    notesListCmd    `cmd:"" default:"1" help:"List the notes, newest first, with where each came from."`
 	Show    notesShowCmd    `cmd:"" help:"Show one note: its label and its text."`
-	Promote notesPromoteCmd `cmd:"" help:"Vouch for a note: clear its untrusted mark (written to the audit log)."`
+	Promote notesPromoteCmd `cmd:"" help:"Vouch for the version of a note that notes show printed: clear its untrusted mark (written to the audit log)."`
 	Delete  notesDeleteCmd  `cmd:"" help:"Delete a note (written to the audit log)."`
 }
 
@@ -31,6 +32,7 @@ type notesShowCmd struct {
 
 type notesPromoteCmd struct {
 	ID          string `arg:"" name:"id" help:"The note's id, as notes list gives it."`
+	Version     string `arg:"" name:"version" help:"The note's version, as notes show printed it: only that version is promoted."`
 	AdminSocket string `placeholder:"PATH" help:"brokerd's admin socket (default: $BOXMAKER_HOME/run/owner-broker/admin.sock)."`
 }
 
@@ -100,27 +102,27 @@ func noteBlock(s wire.NoteShown) string {
 	fmt.Fprintf(&b, "note %s\n", n.ID)
 	fmt.Fprintf(&b, "written %s by session %s\n", n.WrittenAt, n.Session)
 	fmt.Fprintf(&b, "label: taint %s, %s\n", n.Taint, trust(n))
+	v := hex.EncodeToString(n.Version[:])
+	fmt.Fprintf(&b, "version %s (to promote this text: notes promote %s %s)\n", v, wire.Printable(n.ID), v)
 	b.WriteString("title:\n" + modelText(n.Title) + "\n")
 	b.WriteString("text:\n" + modelText(s.Text) + "\n")
 	return b.String()
 }
 
-// Run shows the note, then promotes exactly that version: the request
-// carries the written_at just shown, and brokerd refuses it if the note was
-// written again since, so the owner vouches for the text on the screen.
-// brokerd writes note_promoted to the audit log first.
+// Run promotes the version the owner read with notes show: brokerd
+// refuses it if the note was written again since, so the owner vouches
+// for the text they saw, never for one a model put there after. brokerd
+// writes note_promoted to the audit log first.
 func (c *notesPromoteCmd) Run(e *env) error {
 	cmd := e.name + " notes promote"
-	msg, err := ask(e, cmd, adminSocket(c.AdminSocket), wire.NoteShow{ID: c.ID})
-	if err != nil {
-		return err
+	var version wire.Hash32
+	b, err := hex.DecodeString(c.Version)
+	if err != nil || len(b) != len(version) {
+		fmt.Fprintf(e.stderr, "%s: version %s is not the 64 hex digits notes show prints\n", cmd, wire.Printable(c.Version))
+		return exitCode(usageError)
 	}
-	seen, ok := msg.(wire.NoteShown)
-	if !ok {
-		return noSuchNote(e, cmd, c.ID, msg)
-	}
-	fmt.Fprint(e.stdout, noteBlock(seen))
-	msg, err = ask(e, cmd, adminSocket(c.AdminSocket), wire.NotePromote{ID: c.ID, WrittenAt: seen.Note.WrittenAt})
+	copy(version[:], b)
+	msg, err := ask(e, cmd, adminSocket(c.AdminSocket), wire.NotePromote{ID: c.ID, Version: version})
 	if err != nil {
 		return err
 	}

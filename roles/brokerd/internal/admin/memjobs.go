@@ -95,9 +95,12 @@ func (a *Admin) handleMemJobs(ctx context.Context, msg wire.Message) (wire.Messa
 }
 
 // promote clears a note's untrusted mark for the owner: the audit record
-// first, then the note. The note must be the one the owner saw: a note
-// rewritten since (a later remember with its id) is not promoted, so a
-// model cannot swap the text between the owner's look and the vouching.
+// first, then the note. The note must be the version the owner saw (its
+// Version): the store checks that and promotes in one step, so a remember
+// cannot swap the text between the owner's look and the vouching. If the
+// store refuses after the record was written, the record names a promotion
+// that did not happen; brokerd logs nothing more, and the note stays as it
+// was (the record errs on the side of the owner having looked).
 func (a *Admin) promote(ctx context.Context, m wire.NotePromote) wire.Message {
 	if a.Notes == nil {
 		return unavailable("notes")
@@ -108,18 +111,25 @@ func (a *Admin) promote(ctx context.Context, m wire.NotePromote) wire.Message {
 	if err != nil {
 		return noteError(err)
 	}
-	if n.Label.WrittenAt != m.WrittenAt {
-		return wire.WireError{Code: wire.NoSuchNote, Detail: fmt.Sprintf("note %s was written again at %s, after the version you saw; show it again", n.ID, n.Label.WrittenAt)}
+	if n.Version() != m.Version {
+		return changed(n)
 	}
 	by := ownerOf(ctx)
 	if _, err := a.Audit.Append(wire.NotePromotedEvent{Note: n.ID, By: by, Taint: n.Label.Taint, Untrusted: n.Untrusted()}); err != nil {
 		return wire.WireError{Code: wire.Internal, Detail: "the audit log cannot be written; nothing was promoted: " + err.Error()}
 	}
-	p, err := a.Notes.Promote(n.ID, by, wire.TimestampOf(a.Now()))
+	p, err := a.Notes.PromoteSeen(n.ID, m.Version, by, wire.TimestampOf(a.Now()))
+	if errors.Is(err, notes.ErrChanged) {
+		return changed(n)
+	}
 	if err != nil {
 		return noteError(err)
 	}
 	return wire.NoteShown{Note: noteInfo(p), Text: p.Text}
+}
+
+func changed(n notes.Note) wire.Message {
+	return wire.WireError{Code: wire.NoSuchNote, Detail: fmt.Sprintf("note %s was written again after the version you saw; nothing was promoted: show it again", n.ID)}
 }
 
 // deleteNote deletes a note: the audit record first.
@@ -144,7 +154,7 @@ func (a *Admin) deleteNote(ctx context.Context, m wire.NoteDelete) wire.Message 
 
 func noteInfo(n notes.Note) wire.NoteInfo {
 	info := wire.NoteInfo{ID: n.ID, Title: n.Title, Bytes: uint64(len(n.Text)), Taint: n.Label.Taint, Untrusted: n.Label.Untrusted,
-		Session: n.Label.Session, WrittenAt: n.Label.WrittenAt}
+		Session: n.Label.Session, WrittenAt: n.Label.WrittenAt, Version: n.Version()}
 	if n.Promoted != nil {
 		by, at := n.Promoted.By, n.Promoted.At
 		info.PromotedBy, info.PromotedAt = &by, &at

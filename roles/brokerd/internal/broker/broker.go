@@ -159,6 +159,18 @@ func (b *Broker) ask(ctx context.Context, req wire.ToolRequest, seq uint64, d po
 		// denies it.
 		var damaged bool
 		st, exists, damaged = b.readState(req.Session)
+		// A job's run may have ended while the owner thought: the session
+		// then sees no grant, and an approval must not run the call under
+		// its job's grants after all. The scope must be what it was.
+		scope, scopeDamaged := b.scope(req.Session)
+		if scopeDamaged {
+			rec = wire.OutcomeDenied{Reason: wire.StateUnreadable}
+			break
+		}
+		if scope != d.Scope() {
+			rec = wire.OutcomeDenied{Reason: wire.NoGrant}
+			break
+		}
 		eff, _ := b.effective(st, damaged)
 		// Redecide fails only for a decision that is not a fresh ask, which
 		// d is; the zero Decision it returns then denies.

@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"boxmaker/policy"
 	"boxmaker/roles/brokerd/internal/jobs"
@@ -38,6 +39,11 @@ type Audit interface {
 type Poster interface {
 	PostJobResult(ctx context.Context, r wire.JobResult) (post string, err error)
 }
+
+// DefaultMaxRun bounds a run when Runner.MaxRun is zero: a loopd that
+// never ends the turn must not keep a job's grants live for its session.
+// An hour leaves room for asks, whose approvals wait up to their TTL.
+const DefaultMaxRun = time.Hour
 
 // Runner starts and follows job runs. Its fields are set once, before the
 // first Start.
@@ -59,8 +65,11 @@ type Runner struct {
 	// LoopSocket is loopd's jobs socket ([sockets] loop); empty: no run
 	// can start.
 	LoopSocket string
-	Now        func() time.Time
-	Log        func(lines ...string)
+	// MaxRun bounds each run (DefaultMaxRun when zero): at its end the
+	// turn is cut off and the run ends, failed.
+	MaxRun time.Duration
+	Now    func() time.Time
+	Log    func(lines ...string)
 
 	mu     sync.Mutex
 	active map[wire.SessionID]string // session → job, while its run lasts
@@ -102,29 +111,22 @@ func (r *Runner) Start(ctx context.Context, run jobs.Run) error {
 		r.Log("brokerd: job " + run.Job.Name + " is due, but [sockets] loop is not set: nothing runs; " + runbook.See("jobs-no-loop"))
 		return errors.New("[sockets] loop is not set")
 	}
-	id, err := r.newSession(run.Job.Name)
+	id, err := r.bind(run)
 	if err != nil {
+		r.Log("brokerd: job " + run.Job.Name + " not started: " + wire.Printable(err.Error()))
 		return err
 	}
-	if _, err := r.Audit.Append(wire.JobStartedEvent{Job: run.Job.Name, Session: id, Trigger: trigger(run.Trigger),
-		Due: wire.TimestampOf(run.Due), JobSha256: run.Job.Sha256}); err != nil {
-		r.Log("brokerd: job " + run.Job.Name + " not started: the audit log cannot be written: " + err.Error())
-		return fmt.Errorf("not started: the audit log cannot be written: %w", err)
-	}
-	if err := r.Bindings.Bind(id, state.Binding{Job: run.Job.Name, DenyAsks: run.Job.DenyAsks}); err != nil {
-		r.Log("brokerd: job " + run.Job.Name + " not started: " + err.Error())
-		r.ended(run, id, wire.JobFailed, "not started: "+err.Error())
-		return err
-	}
-	r.mu.Lock()
-	if r.active == nil {
-		r.active, r.last = map[wire.SessionID]string{}, map[string]wire.SessionID{}
-	}
-	r.active[id] = run.Job.Name
-	r.last[run.Job.Name] = id
-	r.mu.Unlock()
 
-	reply, sayErr := say(ctx, r.LoopSocket, id, run.Job.Prompt)
+	maxRun := r.MaxRun
+	if maxRun <= 0 {
+		maxRun = DefaultMaxRun
+	}
+	sayCtx, cancel := context.WithTimeout(ctx, maxRun)
+	reply, sayErr := say(sayCtx, r.LoopSocket, id, run.Job.Prompt)
+	if errors.Is(sayErr, context.DeadlineExceeded) {
+		sayErr = fmt.Errorf("the run took longer than %s and was ended", maxRun)
+	}
+	cancel()
 
 	// The run is over before anything is delivered: from here on the
 	// session sees no grant, whatever loopd does with it.
@@ -139,15 +141,14 @@ func (r *Runner) Start(ctx context.Context, run jobs.Run) error {
 	status, content := wire.JobOK, reply
 	if sayErr != nil {
 		status, content = wire.JobFailed, sayErr.Error()
-		r.Log(fmt.Sprintf("brokerd: job %s, session %s: %v; %s", run.Job.Name, id, sayErr, runbook.See("job-failed")))
+		r.Log(fmt.Sprintf("brokerd: job %s, session %s: %s; %s", run.Job.Name, id, wire.Printable(sayErr.Error()), runbook.See("job-failed")))
 	}
 	delivered := r.deliver(ctx, run, id, status, content)
-	msg := (*string)(nil)
+	msg := ""
 	if sayErr != nil || delivered != nil {
-		m := errors.Join(sayErr, delivered).Error()
-		msg = &m
+		msg = errors.Join(sayErr, delivered).Error()
 	}
-	r.ended(run, id, status, derefOr(msg, ""))
+	r.ended(run, id, status, msg)
 	if sayErr != nil {
 		return sayErr
 	}
@@ -166,12 +167,12 @@ func (r *Runner) deliver(ctx context.Context, run jobs.Run, id wire.SessionID, s
 		if r.Poster == nil {
 			errs = append(errs, errors.New("the result was not posted: there is no gatewayd ([sockets] gateway)"))
 		} else if _, err := r.Poster.PostJobResult(ctx, wire.JobResult{Job: run.Job.Name, Session: id, Status: status,
-			Content: content}); err != nil {
+			Content: cut(content, wire.MaxJobResultContent)}); err != nil {
 			errs = append(errs, fmt.Errorf("the result was not posted: %w", err))
 		}
 	}
 	for _, err := range errs {
-		r.Log(fmt.Sprintf("brokerd: job %s, session %s: %v; %s", run.Job.Name, id, err, runbook.See("job-failed")))
+		r.Log(fmt.Sprintf("brokerd: job %s, session %s: %s; %s", run.Job.Name, id, wire.Printable(err.Error()), runbook.See("job-failed")))
 	}
 	return errors.Join(errs...)
 }
@@ -190,7 +191,7 @@ func (r *Runner) note(run jobs.Run, id wire.SessionID, content string) error {
 	}
 	now := r.Now()
 	title := "Job " + run.Job.Name + ", " + wire.TimestampOf(run.Due).String()
-	_, err = r.Notes.Put("", title, content, notes.Label{Taint: max(st.Taint, floor), Untrusted: st.Untrusted,
+	_, err = r.Notes.Put("", title, cut(content, notes.MaxTextBytes), notes.Label{Taint: max(st.Taint, floor), Untrusted: st.Untrusted,
 		Session: id, WrittenAt: wire.TimestampOf(now)})
 	return err
 }
@@ -205,25 +206,51 @@ func (r *Runner) ended(run jobs.Run, id wire.SessionID, status wire.JobStatus, m
 	}
 }
 
-// newSession makes job-<name>-<unix ms>, with the name cut to fit 64
-// characters, and -2, -3, ... when that exists.
-func (r *Runner) newSession(job string) (wire.SessionID, error) {
-	if len(job) > 40 {
-		job = job[:40]
+// bind names the run's session, writes job_started and binds the session
+// to the job, then marks the run active: only then may loopd hear the id.
+// The id is job-<name>-<unix ms>, the name cut to fit 64 characters, with
+// -2, -3, ... when that is taken; Bind's file is made exclusively, so two
+// runs can never share one.
+func (r *Runner) bind(run jobs.Run) (wire.SessionID, error) {
+	name := run.Job.Name
+	if len(name) > 40 {
+		name = name[:40]
 	}
-	base := "job-" + job + "-" + strconv.FormatInt(r.Now().UnixMilli(), 10)
+	base := "job-" + name + "-" + strconv.FormatInt(r.Now().UnixMilli(), 10)
 	for n := 1; n <= 100; n++ {
-		name := base
+		s := base
 		if n > 1 {
-			name += "-" + strconv.Itoa(n)
+			s += "-" + strconv.Itoa(n)
 		}
-		id, err := wire.NewSessionID(name)
+		id, err := wire.NewSessionID(s)
 		if err != nil {
 			return wire.SessionID{}, err
 		}
-		if _, bound, err := r.Bindings.Lookup(id); err == nil && !bound {
-			return id, nil
+		if _, bound, err := r.Bindings.Lookup(id); err != nil || bound {
+			continue
 		}
+		// The record first: no session of a job runs unaudited.
+		if _, err := r.Audit.Append(wire.JobStartedEvent{Job: run.Job.Name, Session: id, Trigger: trigger(run.Trigger),
+			Due: wire.TimestampOf(run.Due), JobSha256: run.Job.Sha256}); err != nil {
+			return wire.SessionID{}, fmt.Errorf("the audit log cannot be written: %w", err)
+		}
+		err = r.Bindings.Bind(id, state.Binding{Job: run.Job.Name, DenyAsks: run.Job.DenyAsks})
+		if errors.Is(err, state.ErrBound) {
+			r.ended(run, id, wire.JobFailed, "another run took the session id first")
+			continue
+		}
+		if err != nil {
+			r.ended(run, id, wire.JobFailed, "not started: "+err.Error())
+			return wire.SessionID{}, err
+		}
+		r.mu.Lock()
+		if r.active == nil {
+			r.active, r.last = map[wire.SessionID]string{}, map[string]wire.SessionID{}
+		}
+		r.active[id] = run.Job.Name
+		r.last[run.Job.Name] = id
+		r.mu.Unlock()
+		return id, nil
 	}
 	return wire.SessionID{}, fmt.Errorf("no free session id from %s", base)
 }
@@ -239,9 +266,22 @@ func trigger(t jobs.Trigger) wire.JobTrigger {
 	}
 }
 
-func derefOr(s *string, d string) string {
-	if s == nil {
-		return d
+// cut keeps content within max bytes: its beginning and its end, with a
+// line between saying how much of the middle was left out, each piece cut
+// at a character boundary. A long reply is kept in part rather than lost.
+func cut(content string, max int) string {
+	if len(content) <= max {
+		return content
 	}
-	return *s
+	mark := func(n int) string { return fmt.Sprintf("\n[... %d bytes cut here ...]\n", n) }
+	room := max - len(mark(len(content)))
+	head, tail := room/2, room-room/2
+	for head > 0 && !utf8.RuneStart(content[head]) {
+		head--
+	}
+	start := len(content) - tail
+	for start < len(content) && !utf8.RuneStart(content[start]) {
+		start++
+	}
+	return content[:head] + mark(start-head) + content[start:]
 }

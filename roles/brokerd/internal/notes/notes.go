@@ -10,6 +10,7 @@
 package notes
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -367,9 +368,46 @@ func (s *Store) List() ([]Note, error) {
 	return s.readAll(hits, len(hits))
 }
 
+// ErrChanged: PromoteSeen's note is no longer the version the owner saw.
+var ErrChanged = errors.New("notes: the note was written again since it was shown")
+
+// versioned is what a note's Version covers: everything the owner reads
+// when vouching for it, and nothing of the promotion itself.
+type versioned struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	Text  string `json:"text"`
+	Label Label  `json:"label"`
+}
+
+// Version is the SHA-256 of the note's id, title, text and label (wire's
+// canonical JSON): what `bxctl notes show` prints and `bxctl notes promote`
+// must name, so that the owner vouches for exactly the text they read.
+func (n Note) Version() wire.Hash32 {
+	b, err := wire.Marshal(versioned{n.ID, n.Title, n.Text, n.Label})
+	if err != nil {
+		// Only a note the store refused to write could fail to encode;
+		// its version matches nothing.
+		return wire.Hash32{}
+	}
+	return sha256.Sum256(b)
+}
+
+// PromoteSeen is Promote of the version seen only: if note id was written
+// again since (its Version differs), nothing changes and the error is
+// ErrChanged. The check and the change are one step under the store's
+// lock, so no remember can slip between them.
+func (s *Store) PromoteSeen(id string, seen wire.Hash32, by string, at wire.Timestamp) (Note, error) {
+	return s.promote(id, &seen, by, at)
+}
+
 // Promote records the owner vouching for note id, which clears its
 // untrusted mark; the label itself is kept as written.
 func (s *Store) Promote(id, by string, at wire.Timestamp) (Note, error) {
+	return s.promote(id, nil, by, at)
+}
+
+func (s *Store) promote(id string, seen *wire.Hash32, by string, at wire.Timestamp) (Note, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !wire.ValidID(id) {
@@ -384,6 +422,9 @@ func (s *Store) Promote(id, by string, at wire.Timestamp) (Note, error) {
 	n, err := s.read(id)
 	if err != nil {
 		return Note{}, s.flush(err)
+	}
+	if seen != nil && n.Version() != *seen {
+		return Note{}, fmt.Errorf("%w: %q", ErrChanged, id)
 	}
 	n.Promoted = &Promotion{By: by, At: at}
 	b, err := encodeNote(n)

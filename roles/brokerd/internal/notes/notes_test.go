@@ -238,3 +238,37 @@ func TestConcurrent(t *testing.T) {
 		t.Errorf("reopened: rebuilt %v, Len %d (want %d), %v", rebuilt, s2.Len(), want, err)
 	}
 }
+
+// TestPromoteSeen: only the version the owner saw is promoted; a note
+// written again since is refused with ErrChanged and left as it is. The
+// version covers the label as well as the words.
+func TestPromoteSeen(t *testing.T) {
+	s, _, _ := open(t)
+	n, err := s.Put("", "t", "seen text", label(t, wire.Private, true, "chat-1", 1_000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := n.Version()
+	again, err := s.Put(n.ID, "t", "swapped text", label(t, wire.Private, true, "chat-1", 2_000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PromoteSeen(n.ID, seen, "owner", 3_000); !errors.Is(err, ErrChanged) {
+		t.Fatalf("PromoteSeen of an old version: %v", err)
+	}
+	if got, _ := s.Get(n.ID); got.Promoted != nil {
+		t.Fatal("an old version's promotion changed the note")
+	}
+	relabelled := again
+	relabelled.Label.Untrusted = false
+	if relabelled.Version() == again.Version() {
+		t.Fatal("the version does not cover the label")
+	}
+	p, err := s.PromoteSeen(n.ID, again.Version(), "owner", 3_000)
+	if err != nil || p.Promoted == nil || p.Text != "swapped text" || p.Untrusted() {
+		t.Fatalf("PromoteSeen of the current version: %+v %v", p, err)
+	}
+	if p.Version() != again.Version() {
+		t.Fatal("promotion changed the version")
+	}
+}

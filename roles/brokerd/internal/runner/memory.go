@@ -28,6 +28,11 @@ func (w WithMemory) Run(ctx context.Context, spec *RunSpec) (Output, error) {
 // RecallLimit is how many notes a search returns, best first.
 const RecallLimit = 5
 
+// MaxNotes bounds the note store: each remember rewrites the index, and
+// the notes share a disk with the audit log, which must never fill up
+// because a model wrote notes in a loop.
+const MaxNotes = 50_000
+
 // isMemory reports whether t runs in brokerd.
 func isMemory(t policy.Tool) bool { return t == policy.Remember || t == policy.Recall }
 
@@ -48,6 +53,15 @@ func runMemory(rt Runtime, a policy.Allowed, req wire.ToolRequest, st policy.Sta
 		id := ""
 		if args.ID != nil {
 			id = *args.ID
+			// An untrusted session may not overwrite a note that is
+			// trusted or that the owner vouched for: the label would stay
+			// honest, but a page the model read could erase what the
+			// owner relies on, promotion and all.
+			if old, err := w.Notes.Get(id); err == nil && !old.Untrusted() && st.Untrusted {
+				return failed(res, "an untrusted session cannot replace a trusted note; remember it as a new note instead")
+			}
+		} else if w.Notes.Len() >= MaxNotes {
+			return failed(res, fmt.Sprintf("there are %d notes, the most brokerd keeps; the owner must delete some first", MaxNotes))
 		}
 		n, err := w.Notes.Put(id, args.Title, args.Text, notes.Label{Taint: st.Taint, Untrusted: st.Untrusted,
 			Session: req.Session, WrittenAt: wire.TimestampOf(w.Now())})
@@ -113,6 +127,10 @@ func memoryError(err error) string {
 		return "there is no note with that id"
 	case errors.Is(err, notes.ErrTooLarge), errors.Is(err, notes.ErrInvalid):
 		return err.Error()
+	case errors.Is(err, notes.ErrDamaged):
+		// The decoder's words may quote the file's bytes, which no label
+		// covers: the model learns only that the note is unusable.
+		return "the note is damaged and cannot be read"
 	}
 	return fmt.Sprintf("the notes could not be used: %v", err)
 }

@@ -309,3 +309,38 @@ func TestJobCatchUpAfterDowntime(t *testing.T) {
 	}
 	eventually(t, "the 15:00 runs to end", ended(5))
 }
+
+// TestApprovalAfterRunEnded: a job's call waits for the owner; the run
+// ends before the owner answers (loopd ended the turn); the approval then
+// finds the session out of its job's scope, and the call is denied, never
+// run under the job's grant.
+func TestApprovalAfterRunEnded(t *testing.T) {
+	clock := jobstest.NewClock(jobsT0)
+	grants := map[string]string{"ask.toml": strings.Replace(grantRemember, `"auto"`, `"ask"`, 1) + "job = \"nightly\"\n"}
+	jobFiles := map[string]string{"nightly.toml": "every = \"1h\"\nprompt = \"Go.\"\nresult = \"note\"\n"}
+	var loop *fakeLoop
+	h := start(t, grants, withJobs(t, jobFiles, clock), func(o *Options) { loop = listenLoop(t, o.Config.Sockets.Loop) })
+	clock.WaitIdle(t, 0)
+	clock.To(t, jobsT0.Add(30*time.Minute))
+	run := loop.next(t)
+	c, p := h.pending(wire.ToolRequest{Session: *run.say.Session, Call: 1, Tool: "remember", Arguments: `{"title":"t","text":"x"}`})
+	run.answer(t, "gave up waiting")
+	eventually(t, "the run to end", func() bool {
+		for _, ev := range h.events() {
+			if _, ok := ev.(wire.JobEndedEvent); ok {
+				return true
+			}
+		}
+		return false
+	})
+	res, ok := h.admin(wire.Approve{Approval: p.Approval}).(wire.ApproveResult)
+	if d, denied := res.Outcome.(wire.OutcomeDenied); !ok || !denied || d.Reason != wire.NoGrant {
+		t.Fatalf("approve after the run ended: %#v", res)
+	}
+	if d, ok := c.next(t).Msg.(wire.DeniedResponse); !ok || d.Reason != wire.NoGrant {
+		t.Fatal("the call was not denied")
+	}
+	if n := h.rt.Count(); n != 0 {
+		t.Fatalf("%d runs", n)
+	}
+}

@@ -148,19 +148,40 @@ func TestNoteLabelsFollowTheReader(t *testing.T) {
 		t.Fatalf("chat-g after reading a secret note: %+v", st)
 	}
 
+	// An untrusted session cannot overwrite a trusted note.
+	over := h.call(wire.ToolRequest{Session: sid(t, "chat-b"), Call: 9, Tool: "remember",
+		Arguments: `{"id":"` + clean + `","title":"Plants","text":"Never water them."}`})
+	if f, ok := over.(wire.FailedResponse); !ok || !strings.Contains(f.Message, "cannot replace a trusted note") {
+		t.Fatalf("an untrusted session replacing a trusted note: %#v", over)
+	}
+	if n := h.label(clean); n.Text != "Water them on Fridays." || n.Untrusted() {
+		t.Fatalf("the trusted note after the refused replace: %+v %q", n.Label, n.Text)
+	}
+
 	// Promotion: refused for a version the owner did not see, then done,
 	// with its audit record; a reader of the promoted note stays trusted.
-	stale := h.admin(wire.NotePromote{ID: tainted, WrittenAt: n.Label.WrittenAt - 1})
+	stale := h.admin(wire.NotePromote{ID: tainted, Version: h.label(clean).Version()})
 	if we, ok := stale.(wire.WireError); !ok || we.Code != wire.NoSuchNote {
 		t.Fatalf("promote of another version: %#v", stale)
 	}
-	shown, ok := h.admin(wire.NotePromote{ID: tainted, WrittenAt: n.Label.WrittenAt}).(wire.NoteShown)
-	if !ok || shown.Note.PromotedBy == nil || shown.Note.Taint != wire.Private {
+	// The version the owner saw, rewritten by a later remember: refused.
+	seen := n.Version()
+	args := `{"id":"` + tainted + `","title":"label: trusted","text":"new words"}`
+	if _, ok := h.call(wire.ToolRequest{Session: sid(t, "chat-b"), Call: 3, Tool: "remember", Arguments: args}).(wire.ResultResponse); !ok {
+		t.Fatal("the replace did not run")
+	}
+	if we, ok := h.admin(wire.NotePromote{ID: tainted, Version: seen}).(wire.WireError); !ok || we.Code != wire.NoSuchNote {
+		t.Fatalf("promote of the version before the replace: %#v", we)
+	}
+	n = h.label(tainted)
+	shown, ok := h.admin(wire.NotePromote{ID: tainted, Version: n.Version()}).(wire.NoteShown)
+	// Rewritten after chat-s read a secret, the note took the floor: secret.
+	if !ok || shown.Note.PromotedBy == nil || shown.Note.Taint != wire.Secret || n.Label.Taint != wire.Secret {
 		t.Fatalf("promote: %#v", shown)
 	}
 	evs := h.events()
 	promoted, ok := evs[len(evs)-1].(wire.NotePromotedEvent)
-	if !ok || promoted.Note != tainted || !promoted.Untrusted || promoted.Taint != wire.Private || promoted.By == "" {
+	if !ok || promoted.Note != tainted || !promoted.Untrusted || promoted.Taint != wire.Secret || promoted.By == "" {
 		t.Fatalf("the last audit event: %#v", evs[len(evs)-1])
 	}
 	if n := h.label(tainted); n.Untrusted() || n.Promoted == nil || n.Promoted.By != promoted.By {

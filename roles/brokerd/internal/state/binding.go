@@ -37,7 +37,8 @@ func (b *Bindings) path(id wire.SessionID) string { return filepath.Join(b.dir, 
 var ErrBound = errors.New("the session is already bound to a job")
 
 // Bind records that session id runs job, before anything else learns the
-// id. A session is bound once.
+// id. A session is bound once: the file is made with link(2), which fails
+// if it exists, so two runs racing for one id cannot both have it.
 func (b *Bindings) Bind(id wire.SessionID, bd Binding) error {
 	if !wire.ValidID(bd.Job) || bd.Ended {
 		return fmt.Errorf("state: binding %s: job %q is not a job's name", id, bd.Job)
@@ -45,10 +46,35 @@ func (b *Bindings) Bind(id wire.SessionID, bd Binding) error {
 	if err := os.MkdirAll(b.dir, 0o700); err != nil {
 		return fmt.Errorf("state: %w", err)
 	}
-	if _, err := os.Lstat(b.path(id)); err == nil {
-		return fmt.Errorf("state: %s: %w", id, ErrBound)
+	data, err := wire.Marshal(bd)
+	if err != nil {
+		return fmt.Errorf("state: %w", err)
 	}
-	return b.write(id, bd)
+	tmp, err := os.CreateTemp(b.dir, ".bind-*")
+	if err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	if err := os.Link(tmp.Name(), b.path(id)); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("state: %s: %w", id, ErrBound)
+		}
+		return fmt.Errorf("state: %w", err)
+	}
+	if err := syncDir(b.dir); err != nil {
+		return fmt.Errorf("state: syncing %s: %w", b.dir, err)
+	}
+	return nil
 }
 
 // End marks the run of session id ended. A session with no binding is an
