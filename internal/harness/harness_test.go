@@ -101,15 +101,23 @@ func start(t testing.TB, ttlMs int) (*harness.Harness, *syncbuf.Buffer) {
 // and stops it when the test ends.
 func startWith(t testing.TB, ttlMs int, m *harness.Mattermost) (*harness.Harness, *syncbuf.Buffer) {
 	t.Helper()
+	return startOptions(t, harness.Options{TTLMs: ttlMs, Mattermost: m})
+}
+
+// startOptions starts the harness with o, its binaries and a new home
+// filled in, and stops it when the test ends.
+func startOptions(t testing.TB, o harness.Options) (*harness.Harness, *syncbuf.Buffer) {
+	t.Helper()
 	bin := build(t)
 	home, err := os.MkdirTemp("", "bxe2e-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := &syncbuf.Buffer{}
+	o.Bin, o.Home, o.Log = bin, home, log
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	h, err := harness.Start(ctx, harness.Options{Bin: bin, Home: home, Log: log, TTLMs: ttlMs, Mattermost: m})
+	h, err := harness.Start(ctx, o)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -67,27 +66,7 @@ func startRecorded(t *testing.T) (*harness.Harness, *modelBodies, *syncbuf.Buffe
 		t.Cleanup(func() { srv.Close(); <-done })
 		return "http://" + ln.Addr().String(), nil
 	}
-	bin := build(t)
-	home, err := os.MkdirTemp("", "bxe2e-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := &syncbuf.Buffer{}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	h, err := harness.Start(ctx, harness.Options{Bin: bin, Home: home, Log: log, Upstream: upstream})
-	if err != nil {
-		t.Fatalf("%v\n%s", err, log.String())
-	}
-	t.Cleanup(func() {
-		if err := h.Stop(); err != nil {
-			t.Errorf("stopping: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("the harness's output:\n%s", log.String())
-		}
-		os.RemoveAll(home)
-	})
+	h, log := startOptions(t, harness.Options{Upstream: upstream})
 	return h, bodies, log
 }
 
