@@ -230,7 +230,7 @@ func (r *Runner) bind(run jobs.Run) (wire.SessionID, error) {
 			continue
 		}
 		// The record first: no session of a job runs unaudited.
-		if _, err := r.Audit.Append(wire.JobStartedEvent{Job: run.Job.Name, Session: id, Trigger: trigger(run.Trigger),
+		if _, err := r.Audit.Append(wire.JobStartedEvent{Job: run.Job.Name, Session: id, Trigger: run.Trigger.Wire(),
 			Due: wire.TimestampOf(run.Due), JobSha256: run.Job.Sha256}); err != nil {
 			return wire.SessionID{}, fmt.Errorf("the audit log cannot be written: %w", err)
 		}
@@ -253,17 +253,6 @@ func (r *Runner) bind(run jobs.Run) (wire.SessionID, error) {
 		return id, nil
 	}
 	return wire.SessionID{}, fmt.Errorf("no free session id from %s", base)
-}
-
-func trigger(t jobs.Trigger) wire.JobTrigger {
-	switch t {
-	case jobs.CatchUp:
-		return wire.TriggerCatchUp
-	case jobs.Manual:
-		return wire.TriggerManual
-	default:
-		return wire.TriggerScheduled
-	}
 }
 
 // cut keeps content within max bytes: its beginning and its end, with a

@@ -167,3 +167,14 @@ func parseJob(file, name string, data []byte, loc *time.Location) (Job, []Proble
 	}
 	return j, nil
 }
+
+// Wire is r as admin.sock carries it.
+func (r Result) Wire() wire.JobDelivery {
+	switch r {
+	case ResultNote:
+		return wire.JobNote
+	case ResultBoth:
+		return wire.JobBoth
+	}
+	return wire.JobPost
+}

@@ -3,6 +3,8 @@ package jobs
 import (
 	"fmt"
 	"time"
+
+	"boxmaker/wire"
 )
 
 // Trigger says why a run started.
@@ -78,4 +80,15 @@ type JobStatus struct {
 	Last *LastRun
 	// Next is the next due time.
 	Next time.Time
+}
+
+// Wire is t as the audit log and admin.sock carry it.
+func (t Trigger) Wire() wire.JobTrigger {
+	switch t {
+	case CatchUp:
+		return wire.TriggerCatchUp
+	case Manual:
+		return wire.TriggerManual
+	}
+	return wire.TriggerScheduled
 }

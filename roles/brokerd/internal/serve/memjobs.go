@@ -141,7 +141,7 @@ func (js *jobsService) List() wire.JobList {
 		if !ok {
 			continue
 		}
-		info := wire.JobInfo{Name: st.Name, Schedule: st.Schedule, Result: delivery(j.Result), UnattendedAsk: wire.UnattendedAsk,
+		info := wire.JobInfo{Name: st.Name, Schedule: st.Schedule, Result: j.Result.Wire(), UnattendedAsk: wire.UnattendedAsk,
 			CatchUp: j.CatchUp}
 		if j.DenyAsks {
 			info.UnattendedAsk = wire.UnattendedDeny
@@ -151,7 +151,7 @@ func (js *jobsService) List() wire.JobList {
 			info.Next = &next
 		}
 		if l := st.Last; l != nil {
-			last := wire.JobLastRun{Due: wire.TimestampOf(l.Due), Started: wire.TimestampOf(l.Started), Trigger: trigger(l.Trigger),
+			last := wire.JobLastRun{Due: wire.TimestampOf(l.Due), Started: wire.TimestampOf(l.Started), Trigger: l.Trigger.Wire(),
 				Outcome: l.Outcome}
 			if !l.Ended.IsZero() {
 				ended := wire.TimestampOf(l.Ended)
@@ -175,26 +175,6 @@ func (js *jobsService) RunNow(name string) (wire.JobRunStarted, error) {
 		return wire.JobRunStarted{}, err
 	}
 	return wire.JobRunStarted{Job: r.Job.Name, Due: wire.TimestampOf(r.Due)}, nil
-}
-
-func delivery(r jobs.Result) wire.JobDelivery {
-	switch r {
-	case jobs.ResultNote:
-		return wire.JobNote
-	case jobs.ResultBoth:
-		return wire.JobBoth
-	}
-	return wire.JobPost
-}
-
-func trigger(t jobs.Trigger) wire.JobTrigger {
-	switch t {
-	case jobs.CatchUp:
-		return wire.TriggerCatchUp
-	case jobs.Manual:
-		return wire.TriggerManual
-	}
-	return wire.TriggerScheduled
 }
 
 // skipped audits a run not started because the previous one still runs.
