@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"boxmaker/runbook"
 )
 
@@ -78,6 +80,12 @@ func Apply(plan Plan, opts ApplyOptions) error {
 				act.what, err, runbook.See("deploy-failed"))
 		}
 	}
+	// The users and groups made just now have ids the survey could not
+	// know: none may lie in another's subordinate range.
+	if c := a.subIDConflicts(); !opts.DryRun && len(c) > 0 {
+		return fmt.Errorf("deploy apply: after the changes above, %d ids and subordinate ranges overlap (run deploy apply again once it is fixed):\n  - %s",
+			len(c), strings.Join(c, "\n  - "))
+	}
 	switch {
 	case len(acts) == 0:
 		fmt.Fprintf(opts.Out, "nothing to change: the system is the plan\n")
@@ -140,25 +148,56 @@ func (a *applier) groupMembers(gid string) []string {
 	return []string{}
 }
 
-// own gives a new directory or file the plan's owner, group and mode
-// (chmod after chown: chown clears the setgid bit).
+// own gives what apply has just made (a directory, or the temporary file
+// of write) the plan's owner, group and mode, on an open descriptor: the
+// path is opened without following a link, and must still be what apply
+// made (root's, of the plan's kind), so a directory or file swapped for
+// another's, or for a link, between the mkdir and here is refused, never
+// chowned or chmodded in its place (issue 29). chmod after chown: chown
+// clears the setgid bit.
 func (a *applier) own(p Path) error {
+	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	if p.Kind == KindDir {
+		flags |= unix.O_DIRECTORY
+	}
+	fd, err := unix.Open(p.Path, flags, 0)
+	if err != nil {
+		return fmt.Errorf("open %s to set its owner and mode: %w", p.Path, err)
+	}
+	f := os.NewFile(uintptr(fd), p.Path)
+	defer f.Close()
+	return a.ownFile(f, p)
+}
+
+// ownFile is own on a file apply holds open.
+func (a *applier) ownFile(f *os.File, p Path) error {
 	uid, gid, err := IDs(p.Owner, p.Group)
 	if err != nil {
-		return err
-	}
-	if err := os.Lchown(p.Path, uid, gid); err != nil {
 		return err
 	}
 	mode, err := strconv.ParseUint(p.Mode, 8, 32)
 	if err != nil {
 		return err
 	}
-	return os.Chmod(p.Path, fileMode(uint32(mode)))
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return err
+	}
+	want := map[string]uint32{KindDir: unix.S_IFDIR, KindFile: unix.S_IFREG}[p.Kind]
+	if st.Uid != 0 || st.Mode&unix.S_IFMT != want {
+		return fmt.Errorf("%s is not what apply made (owner uid %d, mode %o): someone replaced it; %s", p.Path, st.Uid, st.Mode,
+			runbook.See("deploy-unsafe-path"))
+	}
+	if err := unix.Fchown(int(f.Fd()), uid, gid); err != nil {
+		return err
+	}
+	return unix.Fchmod(int(f.Fd()), uint32(mode))
 }
 
 // write creates a file the plan writes, whole or not at all: a temporary
-// file in the same directory, synced, given its owner and mode, renamed.
+// file in the same directory, synced, given its owner and mode while it is
+// open, then linked into place (a seed must not replace a file written
+// since the survey).
 func (a *applier) write(p Path) error {
 	tmp := p.Path + ".deploy-tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
@@ -169,14 +208,13 @@ func (a *applier) write(p Path) error {
 	if err == nil {
 		err = f.Sync()
 	}
+	if err == nil {
+		err = a.ownFile(f, Path{Path: tmp, Kind: KindFile, Owner: p.Owner, Group: p.Group, Mode: p.Mode})
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = a.own(Path{Path: tmp, Owner: p.Owner, Group: p.Group, Mode: p.Mode})
-	}
-	if err == nil {
-		// A seed must not replace a file written since the survey.
 		err = os.Link(tmp, p.Path)
 	}
 	if rerr := os.Remove(tmp); err == nil {
@@ -198,18 +236,4 @@ func IDs(owner, group string) (int, int, error) {
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(g.Gid)
 	return uid, gid, nil
-}
-
-func fileMode(m uint32) os.FileMode {
-	mode := os.FileMode(m & 0o777)
-	if m&0o2000 != 0 {
-		mode |= os.ModeSetgid
-	}
-	if m&0o4000 != 0 {
-		mode |= os.ModeSetuid
-	}
-	if m&0o1000 != 0 {
-		mode |= os.ModeSticky
-	}
-	return mode
 }

@@ -37,8 +37,12 @@ func (a *applier) survey() (acts []action, conflicts []string) {
 	if fi, err := os.Stat(exe); err != nil || !fi.Mode().IsRegular() {
 		conflict("%s is not installed: copy the boxmaker executable there first (install -m 0755 bin/boxmaker %s)", exe, exe)
 	}
+	a.surveyPlaces(conflict)
 	for _, p := range a.plan.Paths {
 		acts = append(acts, a.surveyPath(p, conflict)...)
+	}
+	for _, c := range a.subIDConflicts() {
+		conflict("%s", c)
 	}
 	return acts, conflicts
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -29,22 +30,26 @@ func (a *applier) hasSubIDs(name string) (bool, error) {
 }
 
 // addSubIDs gives name a range after every range already given, in each
-// file that lacks one (useradd --system gives none).
+// file that lacks one (useradd --system gives none), and holding no id a
+// user (subuid) or group (subgid) already has: the tools user can become
+// every id of its range (issue 29).
 func (a *applier) addSubIDs(name string) error {
 	for _, file := range []string{"subuid", "subgid"} {
 		path := filepath.Join(a.opts.SysEtc, file)
-		ranges, err := readSubIDs(path)
+		ranges, err := readSubIDRanges(path)
 		if err != nil {
 			return err
 		}
-		if _, ok := ranges[name]; ok {
+		if slices.ContainsFunc(ranges, func(r subRange) bool { return r.name == name }) {
 			continue
 		}
-		start := uint64(100000)
-		for _, r := range ranges {
-			if end := r[0] + r[1]; end > start {
-				start = end
-			}
+		taken, err := a.takenIDs(file)
+		if err != nil {
+			return err
+		}
+		start, err := freeStart(ranges, taken)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
 		}
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 		if err != nil {
@@ -64,10 +69,31 @@ func (a *applier) addSubIDs(name string) error {
 	return nil
 }
 
-// readSubIDs reads a subuid or subgid file: name to [start, count]. A
-// missing file has no ranges.
+// subRange is one line of a subuid or subgid file.
+type subRange struct {
+	name         string
+	start, count uint64
+}
+
+func (r subRange) holds(id uint64) bool { return id >= r.start && id < r.start+r.count }
+
+// readSubIDs reads a subuid or subgid file: name to [start, count] (a name
+// with several lines: its last). A missing file has no ranges.
 func readSubIDs(path string) (map[string][2]uint64, error) {
+	ranges, err := readSubIDRanges(path)
+	if err != nil {
+		return nil, err
+	}
 	out := map[string][2]uint64{}
+	for _, r := range ranges {
+		out[r.name] = [2]uint64{r.start, r.count}
+	}
+	return out, nil
+}
+
+// readSubIDRanges is every line of a subuid or subgid file, in order.
+func readSubIDRanges(path string) ([]subRange, error) {
+	var out []subRange
 	f, err := os.Open(path)
 	if os.IsNotExist(err) {
 		return out, nil
@@ -91,7 +117,7 @@ func readSubIDs(path string) (map[string][2]uint64, error) {
 		if err1 != nil || err2 != nil {
 			return nil, fmt.Errorf("%s:%d: want name:start:count", path, n)
 		}
-		out[fields[0]] = [2]uint64{start, count}
+		out = append(out, subRange{fields[0], start, count})
 	}
 	return out, sc.Err()
 }
