@@ -75,6 +75,11 @@ func TestDeployed(t *testing.T) {
 	})
 	t.Run("access matrix", func(t *testing.T) { accessMatrix(t, root, plan, owner) })
 	t.Run("chat as the owner", func(t *testing.T) { deployedChat(t, h, plan) })
+	// Issue 29: each role's user against the others, once every role has
+	// run a chat and made its files (deployedattack_test.go).
+	t.Run("proc of other roles", func(t *testing.T) { procOfOtherRoles(t, root, plan, owner, []string{bot.Token}) })
+	t.Run("no unguarded listener", func(t *testing.T) { noUnguardedListener(t, plan) })
+	t.Run("runtime files", func(t *testing.T) { runtimeFiles(t, root, plan, owner) })
 }
 
 // A cell as the probe sees it.
