@@ -9,10 +9,13 @@ import (
 	"os/signal"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"boxmaker/audit"
 	"boxmaker/roles/brokerd/internal/config"
 	"boxmaker/roles/brokerd/internal/runner"
 	"boxmaker/roles/brokerd/internal/serve"
+	"boxmaker/runbook"
 )
 
 type serveCmd struct {
@@ -26,6 +29,15 @@ type serveCmd struct {
 // hold its head, or an audit log that cannot be written; 2 for
 // --accept-break with nothing to accept.
 func (c *serveCmd) Run(e *env) error {
+	// brokerd holds the secrets' values and its egress CA's keys: nothing
+	// else may read its memory, not even another process of its own user
+	// (non-dumpable, its /proc/<pid>/{environ,mem,fd,maps} are root's and
+	// ptrace is refused; issue 29).
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		fmt.Fprintf(e.stderr, "%s serve: cannot make itself non-dumpable (PR_SET_DUMPABLE 0: %v), so another process of its user could read its secrets; %s\n",
+			e.name, err, runbook.See("role-dumpable"))
+		return exitCode(1)
+	}
 	cfg, err := config.Load(c.Config, os.Getenv)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "%s serve: %v\n", e.name, err)

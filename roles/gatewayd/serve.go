@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"boxmaker/roles/gatewayd/internal/bridge"
 	"boxmaker/roles/gatewayd/internal/config"
 	"boxmaker/roles/gatewayd/internal/mm"
@@ -23,6 +25,14 @@ const startTimeout = 15 * time.Second
 
 // Run reads the config, then serves until SIGINT or SIGTERM.
 func (c *serveCmd) Run(e *env) error {
+	// gatewayd holds the Mattermost bot's token: nothing else may read its
+	// memory, not even another process of its own user (non-dumpable, its
+	// /proc/<pid>/{environ,mem,fd,maps} are root's and ptrace is refused;
+	// issue 29).
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("cannot make itself non-dumpable (PR_SET_DUMPABLE 0: %v), so another process of its user could read its token; %s",
+			err, runbook.See("role-dumpable"))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return Serve(ctx, c.Config, e.stderr)
