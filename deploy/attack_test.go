@@ -2,6 +2,7 @@ package deploy_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"os"
 	"os/user"
@@ -9,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"boxmaker/deploy"
 	"boxmaker/deploy/deploytest"
@@ -174,4 +177,63 @@ func TestApplyRefusesAnExecutableLinkedFromAnOpenPlace(t *testing.T) {
 	if !errors.Is(err, deploy.ErrConflict) || !strings.Contains(err.Error(), "the directory "+store+" is writable by its group or by everyone (mode 0777)") {
 		t.Fatalf("Apply = %v", err)
 	}
+}
+
+// A pair directory the plan's own (owner, group, mode 2710) but with a
+// POSIX ACL: an access ACL whose mask is --x shows as 2710 and lets its
+// named user search the directory, and a default ACL hands that user each
+// socket the listener makes inside. A second apply must refuse it, not
+// call the system the plan.
+func TestApplyRefusesAPairDirectoryWithAnACL(t *testing.T) {
+	root := deploytest.Root(t, "/bin/true")
+	plan := deploy.New(deploytest.Params(t, root))
+	mallory := plan.Prefix + "mallory"
+	t.Cleanup(func() { deploytest.RemoveAccounts(t, plan, mallory) })
+	if err := deploy.Apply(plan, deploy.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "useradd", "--no-create-home", mallory)
+	u, err := user.Lookup(mallory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := strconv.Atoi(u.Uid)
+	dir := filepath.Join(plan.Home, "run", "owner-broker")
+	for _, acl := range []struct {
+		name string
+		perm uint16
+	}{{"system.posix_acl_access", 1}, {"system.posix_acl_default", 6}} {
+		if err := unix.Lsetxattr(dir, acl.name, posixACL(0o7, uint32(id), acl.perm, 0), 0); err != nil {
+			t.Fatalf("set %s on %s: %v", acl.name, dir, err)
+		}
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode().Perm(); got != 0o710 {
+		t.Fatalf("with the ACL %s shows mode %o, want it to look like the plan's 0710", dir, got)
+	}
+	err = deploy.Apply(plan, deploy.ApplyOptions{})
+	if !errors.Is(err, deploy.ErrConflict) || !strings.Contains(err.Error(), dir+" has a POSIX ACL (system.posix_acl_access)") ||
+		!strings.Contains(err.Error(), dir+" has a POSIX ACL (system.posix_acl_default)") {
+		t.Fatalf("Apply = %v", err)
+	}
+}
+
+// posixACL is the xattr form of an ACL (the kernel's posix_acl_xattr):
+// owner ownerPerm, one named user with perm, the owning group and the mask
+// at perm and groupPerm, others at nothing.
+func posixACL(ownerPerm uint16, uid uint32, perm, groupPerm uint16) []byte {
+	const undefined = 0xffffffff
+	b := binary.LittleEndian.AppendUint32(nil, 2)
+	for _, e := range []struct {
+		tag, perm uint16
+		id        uint32
+	}{{0x01, ownerPerm, undefined}, {0x02, perm, uid}, {0x04, groupPerm | 1, undefined}, {0x10, perm | 1, undefined}, {0x20, groupPerm, undefined}} {
+		b = binary.LittleEndian.AppendUint16(b, e.tag)
+		b = binary.LittleEndian.AppendUint16(b, e.perm)
+		b = binary.LittleEndian.AppendUint32(b, e.id)
+	}
+	return b
 }

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // An action is one change apply makes, described for --dry-run and the
@@ -163,6 +165,16 @@ func (a *applier) surveyPath(p Path, conflict func(string, ...any)) []action {
 	}
 	if got := a.describe(fi); got != p.Mode+" "+p.Owner+":"+p.Group {
 		conflict("%s is %s; the plan says %s %s:%s", p.Path, got, p.Mode, p.Owner, p.Group)
+	}
+	// A POSIX ACL names users and groups the mode does not show: an
+	// access ACL with a mask of --x shows as 2710 yet lets its named users
+	// search, and a default ACL passes them on to each socket the
+	// listener makes inside (issue 29). The plan's modes are the whole of
+	// who may reach a path.
+	for _, name := range []string{"system.posix_acl_access", "system.posix_acl_default"} {
+		if _, err := unix.Lgetxattr(p.Path, name, nil); err == nil || !errors.Is(err, unix.ENODATA) && !errors.Is(err, unix.EOPNOTSUPP) {
+			conflict("%s has a POSIX ACL (%s) or it cannot be read (%v): it may let in users its mode does not show", p.Path, name, err)
+		}
 	}
 	if p.Content == ContentExact {
 		if b, err := os.ReadFile(p.Path); err != nil || !bytes.Equal(b, []byte(p.Text)) {
