@@ -2,6 +2,7 @@ package egress
 
 import (
 	"crypto/x509"
+	"net/http"
 	"net/netip"
 )
 
@@ -31,4 +32,16 @@ func SetTestRoots(roots *x509.CertPool) (restore func()) {
 		defer testHooks.mu.Unlock()
 		testHooks.roots = nil
 	}
+}
+
+// CheckAndPrepare is what the secret's TLS path does to one request the
+// tool sent to host before writing it: check it, and make it what the
+// host gets. It returns the refusal, or "". p must hold a secret.
+func CheckAndPrepare(p *Proxy, host string, req *http.Request) string {
+	x := &exchange{p: p, host: host}
+	if why := x.check(req); why != "" {
+		return why
+	}
+	p.secret.prepare(req, host)
+	return ""
 }
