@@ -74,9 +74,23 @@ func (p *Proxy) serve(c net.Conn) {
 	if reply(c, repOK) != nil {
 		return
 	}
-	c.SetDeadline(time.Time{})
 	if p.secret != nil && p.secret.covers(host) {
+		c.SetDeadline(time.Time{}) // terminate sets its own
 		p.terminate(c, up, host)
+		return
+	}
+	// The tool's ClientHello, within a handshake's time, before anything
+	// goes to the host (sni.go).
+	c.SetDeadline(time.Now().Add(handshakeTimeout))
+	hello, why, ok := p.checkHello(c, host)
+	if !ok {
+		if why != "" {
+			p.refuse("%s", why)
+		}
+		return
+	}
+	c.SetDeadline(time.Time{})
+	if _, err := up.Write(hello); err != nil {
 		return
 	}
 	relay(c, up)
