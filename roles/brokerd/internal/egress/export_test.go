@@ -34,6 +34,21 @@ func SetTestRoots(roots *x509.CertPool) (restore func()) {
 	}
 }
 
+// SetTestResolver is the test-only hook for a resolver that answers a
+// lookup at a time (a name that changes its answer), and for sending an
+// address the proxy checked to a local stand-in. It returns a function
+// that removes both.
+func SetTestResolver(lookup func(host string) ([]netip.Addr, error), reroute map[netip.AddrPort]netip.AddrPort) (restore func()) {
+	testHooks.mu.Lock()
+	defer testHooks.mu.Unlock()
+	testHooks.lookup, testHooks.reroute = lookup, reroute
+	return func() {
+		testHooks.mu.Lock()
+		defer testHooks.mu.Unlock()
+		testHooks.lookup, testHooks.reroute = nil, nil
+	}
+}
+
 // CheckAndPrepare is what the secret's TLS path does to one request the
 // tool sent to host before writing it: check it, and make it what the
 // host gets. It returns the refusal, or "". p must hold a secret.
