@@ -49,6 +49,9 @@ func SetTestResolver(lookup func(host string) ([]netip.Addr, error), reroute map
 	}
 }
 
+// MaxConns is how many tool connections a proxy holds open at once.
+const MaxConns = maxConns
+
 // CheckAndPrepare is what the secret's TLS path does to one request the
 // tool sent to host before writing it: check it, and make it what the
 // host gets. It returns the refusal, or "". p must hold a secret.
