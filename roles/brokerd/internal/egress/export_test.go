@@ -2,6 +2,7 @@ package egress
 
 import (
 	"crypto/x509"
+	"net/http"
 	"net/netip"
 )
 
@@ -31,4 +32,34 @@ func SetTestRoots(roots *x509.CertPool) (restore func()) {
 		defer testHooks.mu.Unlock()
 		testHooks.roots = nil
 	}
+}
+
+// SetTestResolver is the test-only hook for a resolver that answers a
+// lookup at a time (a name that changes its answer), and for sending an
+// address the proxy checked to a local stand-in. It returns a function
+// that removes both.
+func SetTestResolver(lookup func(host string) ([]netip.Addr, error), reroute map[netip.AddrPort]netip.AddrPort) (restore func()) {
+	testHooks.mu.Lock()
+	defer testHooks.mu.Unlock()
+	testHooks.lookup, testHooks.reroute = lookup, reroute
+	return func() {
+		testHooks.mu.Lock()
+		defer testHooks.mu.Unlock()
+		testHooks.lookup, testHooks.reroute = nil, nil
+	}
+}
+
+// MaxConns is how many tool connections a proxy holds open at once.
+const MaxConns = maxConns
+
+// CheckAndPrepare is what the secret's TLS path does to one request the
+// tool sent to host before writing it: check it, and make it what the
+// host gets. It returns the refusal, or "". p must hold a secret.
+func CheckAndPrepare(p *Proxy, host string, req *http.Request) string {
+	x := &exchange{p: p, host: host}
+	if why := x.check(req); why != "" {
+		return why
+	}
+	p.secret.prepare(req, host)
+	return ""
 }

@@ -146,7 +146,7 @@ func (x *exchange) check(req *http.Request) string {
 			return fmt.Sprintf("a request for part of a response (%s): a host that gets a secret answers whole responses only", h)
 		}
 	}
-	return ""
+	return checkForm(req)
 }
 
 // authority is a Host header's name, lowercased, with an explicit :443
@@ -222,9 +222,7 @@ func (x *exchange) hostHungUp() bool {
 // back with the secret taken out. It reports whether the connection
 // carries another request.
 func (x *exchange) forward(req *http.Request) bool {
-	s := x.p.secret
-	dropHopByHop(req.Header)
-	if strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
+	if x.p.secret.prepare(req, x.host) {
 		// Answered here, so that the tool sends its body; the host gets a
 		// request without Expect and never sends an interim answer.
 		x.cw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
@@ -232,17 +230,6 @@ func (x *exchange) forward(req *http.Request) bool {
 			return false
 		}
 	}
-	req.Header.Del("Expect")
-	// Identity only: an echo of the value must be visible to be taken
-	// out, and a compressed body is not (the response is refused below).
-	req.Header.Set("Accept-Encoding", "identity")
-	if _, ok := req.Header["User-Agent"]; !ok {
-		req.Header["User-Agent"] = []string{""} // no Go default added by Write
-	}
-	for i, v := range req.Header[s.header] {
-		req.Header[s.header][i] = strings.ReplaceAll(v, s.placeholder, string(s.value))
-	}
-	req.Host = x.host
 	err := req.Write(x.uw)
 	if err == nil {
 		err = x.uw.Flush()

@@ -21,6 +21,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"boxmaker/runbook"
 )
 
 // SocketName is the socket's name inside the proxy's own directory.
@@ -34,6 +36,13 @@ const (
 
 // maxRefusals bounds the refusals a Proxy remembers for its call.
 const maxRefusals = 16
+
+// maxConns bounds the tool's connections open at once, each of which
+// holds a goroutine, a connection to a host and, on the secret's path,
+// two TLS states in brokerd: a tool that opens connection after
+// connection and never finishes them (slowloris) holds no more than this.
+// http_fetch needs one at a time.
+const maxConns = 64
 
 // Proxy is one call's egress proxy. Start it, mount Path into the call's
 // container, and Close it when the call ends, whatever happened.
@@ -61,6 +70,8 @@ type Proxy struct {
 	conns    map[net.Conn]struct{}
 	refusals []string
 	closed   bool
+	clients  int  // the tool's connections open now (admit)
+	tooMany  bool // the refusal for maxConns is recorded once
 }
 
 // Start listens on a new socket in a new directory under parent (the
@@ -197,17 +208,47 @@ func (p *Proxy) accept() {
 		if err != nil {
 			return // closed; Close reports
 		}
+		if !p.admit() {
+			c.Close()
+			continue
+		}
 		if !p.track(c) {
+			p.leave()
 			c.Close()
 			return
 		}
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
+			defer p.leave()
 			defer p.untrack(c)
 			p.serve(c)
 		}()
 	}
+}
+
+// admit counts a new connection of the tool's in, or refuses it when
+// maxConns are open already; the first refusal is recorded.
+func (p *Proxy) admit() bool {
+	p.mu.Lock()
+	ok := p.clients < maxConns
+	if ok {
+		p.clients++
+	}
+	first := !ok && !p.tooMany
+	p.tooMany = p.tooMany || !ok
+	p.mu.Unlock()
+	if first {
+		p.refuse("more than %d connections at once from the tool; %s", maxConns, runbook.See("egress-too-many-connections"))
+	}
+	return ok
+}
+
+// leave counts a connection of the tool's out.
+func (p *Proxy) leave() {
+	p.mu.Lock()
+	p.clients--
+	p.mu.Unlock()
 }
 
 // track registers c so that Close can cut it; false once closed.

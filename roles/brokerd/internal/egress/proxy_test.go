@@ -12,7 +12,8 @@ import (
 	"boxmaker/roles/brokerd/internal/egress"
 )
 
-// echo is a TCP server that answers every connection with "hello\n".
+// echo is a TCP server that answers every connection with "hello\n", and
+// reads what it is sent until the other side is done.
 func echo(t *testing.T) netip.AddrPort {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -29,7 +30,8 @@ func echo(t *testing.T) netip.AddrPort {
 				return
 			}
 			io.WriteString(c, "hello\n")
-			c.Close()
+			c.(*net.TCPConn).CloseWrite()
+			go func() { io.Copy(io.Discard, c); c.Close() }()
 		}
 	}()
 	return netip.MustParseAddrPort(ln.Addr().String())
@@ -86,6 +88,7 @@ func TestProxyAllowsOnlyTheGrantsHostsByName(t *testing.T) {
 	if rep != 0 {
 		t.Fatalf("allowed host: reply %d (%v)", rep, p.Refusals())
 	}
+	c.Write(clientHello(t, "api.example.com")) // the relay's first look (sni.go)
 	if b, _ := io.ReadAll(c); string(b) != "hello\n" {
 		t.Fatalf("relayed %q", b)
 	}

@@ -50,6 +50,11 @@ var testHooks struct {
 	// resolve answers for a name instead of DNS; the answers are checked
 	// like any others.
 	resolve map[string][]netip.Addr
+	// lookup, when set, answers every other name instead of DNS, a call
+	// at a time (a stand-in resolver that can change its answer); reroute
+	// sends an address the proxy checked and chose to a local stand-in.
+	lookup  func(host string) ([]netip.Addr, error)
+	reroute map[netip.AddrPort]netip.AddrPort
 	// roots, when set, replaces the system's roots for the TLS the
 	// proxy itself opens to a host that gets the secret.
 	roots *x509.CertPool
@@ -74,9 +79,23 @@ func (p *Proxy) serve(c net.Conn) {
 	if reply(c, repOK) != nil {
 		return
 	}
-	c.SetDeadline(time.Time{})
 	if p.secret != nil && p.secret.covers(host) {
+		c.SetDeadline(time.Time{}) // terminate sets its own
 		p.terminate(c, up, host)
+		return
+	}
+	// The tool's ClientHello, within a handshake's time, before anything
+	// goes to the host (sni.go).
+	c.SetDeadline(time.Now().Add(handshakeTimeout))
+	hello, why, ok := p.checkHello(c, host)
+	if !ok {
+		if why != "" {
+			p.refuse("%s", why)
+		}
+		return
+	}
+	c.SetDeadline(time.Time{})
+	if _, err := up.Write(hello); err != nil {
 		return
 	}
 	relay(c, up)
@@ -163,6 +182,7 @@ func (p *Proxy) connect(host string) (net.Conn, byte) {
 	testHooks.mu.Lock()
 	direct, isDirect := testHooks.dial[host]
 	fake, isFake := testHooks.resolve[host]
+	lookup, reroute := testHooks.lookup, testHooks.reroute
 	testHooks.mu.Unlock()
 	if isDirect {
 		up, err := d.DialContext(ctx, "tcp", direct.String())
@@ -175,15 +195,21 @@ func (p *Proxy) connect(host string) (net.Conn, byte) {
 	addrs := fake
 	if !isFake {
 		var err error
-		if addrs, err = net.DefaultResolver.LookupNetIP(ctx, "ip", host); err != nil {
+		if lookup != nil {
+			addrs, err = lookup(host)
+		} else {
+			addrs, err = net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		}
+		if err != nil {
 			p.refuse("%s does not resolve: %v", host, err)
 			return nil, repUnreachable
 		}
 	}
-	var allowed, refused []string
+	var allowed []netip.AddrPort
+	var refused []string
 	for _, a := range addrs {
 		if Allowed(a) {
-			allowed = append(allowed, netip.AddrPortFrom(a.Unmap(), port).String())
+			allowed = append(allowed, netip.AddrPortFrom(a.Unmap(), port))
 		} else {
 			refused = append(refused, a.String())
 		}
@@ -193,9 +219,13 @@ func (p *Proxy) connect(host string) (net.Conn, byte) {
 		return nil, repNotAllowed
 	}
 	for _, a := range allowed {
+		target := a
+		if to, ok := reroute[a]; ok {
+			target = to
+		}
 		// By address: nothing is resolved again between the check and
 		// the dial.
-		up, err := d.DialContext(ctx, "tcp", a)
+		up, err := d.DialContext(ctx, "tcp", target.String())
 		if err == nil {
 			return up, repOK
 		}
