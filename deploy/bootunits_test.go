@@ -124,8 +124,13 @@ func (w *world) startBrokerdWithoutPodman() {
 	}
 	tools := w.unit("tools")
 	w.waitFor(tools+" to fail for want of Podman", func() (bool, string) {
-		p := w.c.show(tools, "ExecMainStatus", "Result", "ActiveState")
-		return p["ExecMainStatus"] == "203" && p["ActiveState"] != "activating" && p["ActiveState"] != "active",
+		// Restart=on-failure brings it back every 2 s, so between its
+		// failures it waits in auto-restart (ActiveState "activating"); it
+		// settles in "failed" only if its start limit is reached in time,
+		// which a loaded machine may not do.
+		p := w.c.show(tools, "ExecMainStatus", "Result", "ActiveState", "SubState")
+		failed := p["ActiveState"] == "failed" || p["SubState"] == "auto-restart"
+		return p["ExecMainStatus"] == "203" && failed,
 			fmt.Sprintf("%v\n%s", p, w.c.journal(tools))
 	})
 	w.c.combined("systemctl", "stop", tools)
