@@ -1,16 +1,19 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"boxmaker/roles/gatewayd/internal/inert"
+	"boxmaker/roles/gatewayd/internal/mm"
 	"boxmaker/roles/gatewayd/internal/state"
 	"boxmaker/runbook"
 	"boxmaker/wire"
@@ -28,7 +31,7 @@ const acceptRetry = 100 * time.Millisecond
 
 // LoadApprovals puts the approvals of the state file that have not ended
 // back in the table, so that brokerd asking again after gatewayd restarted
-// finds its post.
+// finds its post, and the answer written for it, if any, held for it.
 func (b *Bridge) LoadApprovals() {
 	r := b.approvals
 	r.mu.Lock()
@@ -37,7 +40,7 @@ func (b *Bridge) LoadApprovals() {
 		if a.Ended {
 			continue
 		}
-		p := &pending{id: a.ID, broker: a.Broker, post: a.Post, expires: a.Expires}
+		p := &pending{id: a.ID, broker: a.Broker, post: a.Post, channel: a.Channel, expires: a.Expires, answer: a.Answer}
 		r.byID[a.ID] = p
 		r.byPost[a.Post] = p
 	}
@@ -300,7 +303,7 @@ func (b *Bridge) approvalPost(ctx context.Context, req wire.ApprovalRequest) (po
 	if err != nil {
 		return "", false, err
 	}
-	r.add(&pending{id: req.Approval, broker: req.Broker, post: p.ID, expires: req.Expires}, wire.TimestampOf(b.o.Now()))
+	r.add(&pending{id: req.Approval, broker: req.Broker, post: p.ID, channel: owner.Channel, expires: req.Expires}, wire.TimestampOf(b.o.Now()))
 	rec := state.Approval{ID: req.Approval, Broker: req.Broker, Post: p.ID, Channel: owner.Channel, Text: text, Expires: req.Expires}
 	if err := b.o.State.PutApproval(rec, wire.TimestampOf(b.o.Now())); err != nil {
 		b.log("cannot write the state file: approval %d's post %s is known only until gatewayd restarts: %v; %s", req.Approval, p.ID, err, runbook.See("gatewayd-state-damaged"))
@@ -329,6 +332,8 @@ func (b *Bridge) catchUpApproval(ctx context.Context, post string) {
 		b.log("reading the reactions on approval post %s: %v", post, err)
 		return
 	}
+	// In the order they were made: the first answer is the one that counts.
+	slices.SortStableFunc(rs, func(x, y mm.Reaction) int { return cmp.Compare(x.CreateAt, y.CreateAt) })
 	for _, re := range rs {
 		b.reaction(re)
 	}
@@ -360,8 +365,7 @@ func (b *Bridge) finish(ctx context.Context, id uint64, o inert.Outcome) error {
 	if _, err := b.o.MM.PatchPost(ctx, rec.Post, inert.Ended(rec.Text, o)); err != nil {
 		b.log("cannot edit approval post %s to show how approval %d ended: %v; %s", rec.Post, id, err, runbook.See("mattermost-unreachable"))
 	}
-	rec.Ended = true
-	if err := b.o.State.PutApproval(rec, wire.TimestampOf(b.o.Now())); err != nil {
+	if _, err := b.o.State.EndApproval(id); err != nil {
 		b.log("cannot write the state file: %v; %s", err, runbook.See("gatewayd-state-damaged"))
 	}
 	return nil
