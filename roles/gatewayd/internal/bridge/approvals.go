@@ -46,10 +46,13 @@ type registry struct {
 	byID   map[uint64]*pending
 	byPost map[string]*pending
 	broker string // the brokerd instance that spoke last
+	// posting holds the approvals being posted now, each closed when its
+	// post is in the table (or failed): a request for the same one waits.
+	posting map[uint64]chan struct{}
 }
 
 func newRegistry(b *Bridge) *registry {
-	return &registry{b: b, byID: map[uint64]*pending{}, byPost: map[string]*pending{}}
+	return &registry{b: b, byID: map[uint64]*pending{}, byPost: map[string]*pending{}, posting: map[uint64]chan struct{}{}}
 }
 
 // keep is how long an approval stays in the table after it ended or

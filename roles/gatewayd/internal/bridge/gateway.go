@@ -286,15 +286,37 @@ func (b *Bridge) notPassed(id uint64, err error) {
 
 // approvalPost returns approval req's post: the one made before when
 // brokerd asks again, else a new one in the first owner's channel. again
-// says it existed.
+// says it existed. A request for an approval being posted right now waits
+// for that post: two at once make one post.
 func (b *Bridge) approvalPost(ctx context.Context, req wire.ApprovalRequest) (post string, again bool, err error) {
 	r := b.approvals
-	r.mu.Lock()
-	if p, ok := r.byID[req.Approval]; ok && p.broker == req.Broker && !p.ended && !p.gone {
+	var mine chan struct{}
+	for mine == nil {
+		r.mu.Lock()
+		if p, ok := r.byID[req.Approval]; ok && p.broker == req.Broker && !p.ended && !p.gone {
+			r.mu.Unlock()
+			return p.post, true, nil
+		}
+		busy, posting := r.posting[req.Approval]
+		if !posting {
+			mine = make(chan struct{})
+			r.posting[req.Approval] = mine
+		}
 		r.mu.Unlock()
-		return p.post, true, nil
+		if posting {
+			select {
+			case <-busy:
+			case <-ctx.Done():
+				return "", false, ctx.Err()
+			}
+		}
 	}
-	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.posting, req.Approval)
+		r.mu.Unlock()
+		close(mine)
+	}()
 	owner := b.ownerOf(req.Session)
 	text := inert.Approval{ID: req.Approval, Tool: req.Tool, Arguments: req.Arguments, Grant: req.Grant,
 		Taint: req.Taint.String(), Session: req.Session.String(), Expires: req.Expires.Time(),

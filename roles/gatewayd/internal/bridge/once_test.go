@@ -1,6 +1,8 @@
 package bridge
 
 import (
+	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -180,6 +182,67 @@ func TestEndedOrExpiredAfterRestart(t *testing.T) {
 	}
 	if n := w.loop.count(); n != 0 {
 		t.Fatalf("loopd was told %d says", n)
+	}
+}
+
+// postGate holds CreatePost calls while a gate is set.
+type postGate struct {
+	Mattermost
+	mu      sync.Mutex
+	gate    chan struct{}
+	entered chan struct{}
+}
+
+func (g *postGate) hold(gate chan struct{}) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.gate = gate
+}
+
+func (g *postGate) CreatePost(ctx context.Context, channel, root, message string) (mm.Post, error) {
+	g.mu.Lock()
+	gate := g.gate
+	g.mu.Unlock()
+	if gate != nil {
+		g.entered <- struct{}{}
+		<-gate
+	}
+	return g.Mattermost.CreatePost(ctx, channel, root, message)
+}
+
+// TestApprovalAskedTwiceAtOnce: brokerd asks again for an approval while
+// gatewayd is still posting it (a retry on a slow Mattermost): both get the
+// one post. (Each made its own; the first post then showed an approval
+// that no answer could reach and no end would edit.)
+func TestApprovalAskedTwiceAtOnce(t *testing.T) {
+	var g *postGate
+	w := newWorld(t, func(o *Options) {
+		g = &postGate{Mattermost: o.MM, entered: make(chan struct{}, 2)}
+		o.MM = g
+	})
+	gate := make(chan struct{})
+	g.hold(gate)
+	req := w.request(66)
+	c1 := w.send(req)
+	<-g.entered // the first request is posting
+	c2 := w.send(req)
+	select {
+	case <-g.entered: // the second is posting too
+	case <-time.After(quiet):
+	}
+	g.hold(nil)
+	close(gate)
+	var posts []string
+	for _, c := range []net.Conn{c1, c2} {
+		env, err := read(c, wait)
+		p, ok := env.Msg.(wire.ApprovalPosted)
+		if err != nil || !ok {
+			t.Fatalf("asked: %#v, %v", env.Msg, err)
+		}
+		posts = append(posts, p.Post)
+	}
+	if n := len(w.botPosts(w.dm)); n != 1 || posts[0] != posts[1] {
+		t.Fatalf("%d approval posts (%v); want one, the same for both requests", n, posts)
 	}
 }
 

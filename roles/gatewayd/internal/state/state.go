@@ -186,6 +186,9 @@ func (s *State) load(f file) error {
 		if _, dup := s.byPost[a.Post]; dup {
 			return fmt.Errorf("post %s shows two approvals", a.Post)
 		}
+		if a.Answer != nil && a.Answer.Post != a.Post {
+			return fmt.Errorf("approval %d's answer was given on post %s, not on its own", a.ID, a.Answer.Post)
+		}
 		s.approvals[a.ID] = a
 		s.byPost[a.Post] = a.ID
 	}
