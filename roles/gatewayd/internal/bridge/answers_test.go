@@ -45,6 +45,11 @@ func TestAnswersThatDoNotCount(t *testing.T) {
 		{"the other owner's reply in this owner's channel", func(ap string) func() {
 			return reply(ap, func(p *mm.Post) { p.UserID = w.owner2.ID })
 		}, []string{"a post by someone who is not an owner"}},
+		{"the other owner's reaction", func(ap string) func() { return react(w.owner2.ID, ap, "+1") },
+			[]string{"ignored reaction +1 by " + w.owner2.ID, "not the owner the approval was posted to"}},
+		{"the other owner's reply in their own channel, rooted at this approval post", func(ap string) func() {
+			return reply(ap, func(p *mm.Post) { p.UserID, p.ChannelID = w.owner2.ID, w.dm2 })
+		}, []string{"ignored reply", "not in the approval post's own thread"}},
 		{"the bot's own reaction", func(ap string) func() { return react(w.bot.ID, ap, "white_check_mark") },
 			[]string{"ignored reaction white_check_mark on approval post", w.bot.ID + " is not an owner"}},
 		{"the bot's own reply", func(ap string) func() {
@@ -116,7 +121,8 @@ func TestAnswersThatDoNotCount(t *testing.T) {
 }
 
 // TestReplyInAnotherThreadIsChat: "approve" in a conversation's thread is a
-// message to the model, not an answer (the forged approval of issue 14).
+// message to the model, not an answer (the forged approval of issue 14),
+// and another owner's reaction is no answer either.
 func TestReplyInAnotherThreadIsChat(t *testing.T) {
 	w := newWorld(t, nil)
 	conn, ap := w.ask(w.request(7))
@@ -127,11 +133,15 @@ func TestReplyInAnotherThreadIsChat(t *testing.T) {
 		t.Fatalf("loopd was told %+v; want approve in the thread's session", says[1])
 	}
 	noAnswer(t, conn)
-	// Any owner's word counts (forged: the server would refuse the second
-	// owner a reaction in the first owner's channel).
+	// Only the owner the approval was posted to answers it: the second
+	// owner's reaction in the first owner's channel (forged: the server
+	// refuses it, the channel is not theirs) is logged and counts nothing.
 	w.event(mm.ReactionAdded{Reaction: mm.Reaction{UserID: w.owner2.ID, PostID: ap, EmojiName: "thumbsup_medium_skin_tone", CreateAt: w.now()}})
-	if a := answer(t, conn); a.By != w.owner2.ID || a.Answer != wire.Approved {
-		t.Fatalf("answer %+v; want approved by the second owner", a)
+	w.logs.waitFor(t, 1, "ignored reaction thumbsup_medium_skin_tone by "+w.owner2.ID, "not the owner the approval was posted to")
+	noAnswer(t, conn)
+	w.event(mm.ReactionAdded{Reaction: mm.Reaction{UserID: w.owner.ID, PostID: ap, EmojiName: "thumbsup_medium_skin_tone", CreateAt: w.now()}})
+	if a := answer(t, conn); a.By != w.owner.ID || a.Answer != wire.Approved {
+		t.Fatalf("answer %+v; want approved by the owner it was posted to", a)
 	}
 }
 

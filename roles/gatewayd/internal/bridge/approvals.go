@@ -1,6 +1,8 @@
 package bridge
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode"
@@ -8,21 +10,26 @@ import (
 
 	"boxmaker/roles/gatewayd/internal/inert"
 	"boxmaker/roles/gatewayd/internal/mm"
+	"boxmaker/runbook"
 	"boxmaker/wire"
 )
 
 // The approvals gatewayd has posted, and the first qualifying answer of
-// each. An answer counts only when it is an owner's reaction on the
-// approval post, or an owner's reply in that post's own thread; it is
-// passed to the brokerd connection that asked, or held until brokerd asks
-// again (after a reconnect). A reaction or reply from anyone else, after
-// expiry, after the end, a second answer, a removed reaction or an edited
-// reply changes nothing and is logged.
+// each. An answer counts only when it is the reaction on the approval post
+// of the owner it was posted to, or their reply in that post's own thread,
+// and once it is written to the state file (so that a restart keeps that
+// answer, never another); it is then passed to the brokerd connection that
+// asked, or held until brokerd asks again (after a reconnect or a
+// restart). A reaction or reply from anyone else, after expiry, after the
+// end, a second answer, a removed reaction or an edited reply changes
+// nothing and is logged; an answer that cannot be written is not counted,
+// and the owner is told.
 
 type pending struct {
 	id      uint64
 	broker  string
 	post    string
+	channel string // where the post is: its owner alone answers it
 	expires wire.Timestamp
 	ended   bool
 	endedAt wire.Timestamp
@@ -39,10 +46,13 @@ type registry struct {
 	byID   map[uint64]*pending
 	byPost map[string]*pending
 	broker string // the brokerd instance that spoke last
+	// posting holds the approvals being posted now, each closed when its
+	// post is in the table (or failed): a request for the same one waits.
+	posting map[uint64]chan struct{}
 }
 
 func newRegistry(b *Bridge) *registry {
-	return &registry{b: b, byID: map[uint64]*pending{}, byPost: map[string]*pending{}}
+	return &registry{b: b, byID: map[uint64]*pending{}, byPost: map[string]*pending{}, posting: map[uint64]chan struct{}{}}
 }
 
 // keep is how long an approval stays in the table after it ended or
@@ -119,11 +129,11 @@ func (r *registry) reaction(re mm.Reaction) {
 		r.b.log("ignored reaction %s by %s on approval post %s: it is not an answer", re.EmojiName, re.UserID, re.PostID)
 		return
 	}
-	r.answer(re.PostID, re.UserID, a, "", re.CreateAt, "reaction "+re.EmojiName)
+	r.answer(re.PostID, "", re.UserID, a, "", re.CreateAt, "reaction "+re.EmojiName)
 }
 
 // reply is a post in an approval post's thread (already known to be an
-// owner's, in the owner's channel).
+// owner's, in the owner's channel; answer checks it is the post's).
 func (r *registry) reply(p mm.Post) {
 	if p.EditAt != 0 {
 		r.b.log("ignored reply %s on approval post %s: it was edited, and an edited reply is never an answer", p.ID, p.RootID)
@@ -134,7 +144,7 @@ func (r *registry) reply(p mm.Post) {
 		r.b.log("ignored reply %s on approval post %s: it is neither \"approve\" nor \"refuse\" (with a reason)", p.ID, p.RootID)
 		return
 	}
-	r.answer(p.RootID, p.UserID, a, oneLine(reason), p.CreateAt, "reply "+p.ID)
+	r.answer(p.RootID, p.ChannelID, p.UserID, a, oneLine(reason), p.CreateAt, "reply "+p.ID)
 }
 
 // maxReason is the longest reason brokerd takes (its gateway.MaxReason).
@@ -170,8 +180,12 @@ func oneLine(s string) string {
 	return b.String()
 }
 
-// answer records an owner's answer on post if it is the first that counts.
-func (r *registry) answer(post, user string, a inert.Answer, reason string, at int64, what string) {
+// answer records an owner's answer on post if it is the first that
+// counts. channel is where a reply was written ("" for a reaction, which
+// is on the post itself). Deciding and writing are one step under the
+// table's lock: two answers at once cannot both count, and an answer that
+// is not in the state file does not count.
+func (r *registry) answer(post, channel, user string, a inert.Answer, reason string, at int64, what string) {
 	if !r.b.isOwner(user) || user == r.b.o.Bot.ID {
 		r.b.log("ignored %s on approval post %s: %s is not an owner", what, post, user)
 		return
@@ -190,6 +204,10 @@ func (r *registry) answer(post, user string, a inert.Answer, reason string, at i
 		why = "the approval already has its answer"
 	case wire.Timestamp(at) >= p.expires || wire.TimestampOf(r.b.o.Now()) >= p.expires:
 		why = "it came after the approval expired"
+	case channel != "" && channel != p.channel:
+		why = fmt.Sprintf("it is not in the approval post's own thread (it was written in channel %s, the post is in %s)", channel, p.channel)
+	case r.b.byChannel[p.channel].ID != user:
+		why = fmt.Sprintf("%s is not the owner the approval was posted to (in channel %s)", user, p.channel)
 	}
 	if why != "" {
 		r.mu.Unlock()
@@ -201,6 +219,12 @@ func (r *registry) answer(post, user string, a inert.Answer, reason string, at i
 	if a == inert.Refuse && reason != "" {
 		ans.Reason = &reason
 	}
+	if err := r.b.o.State.Answer(p.id, ans); err != nil {
+		id, ch := p.id, p.channel
+		r.mu.Unlock()
+		r.notCounted(id, ch, post, user, what, err)
+		return
+	}
 	p.answer = &ans
 	deliver := p.deliver
 	r.mu.Unlock()
@@ -209,6 +233,19 @@ func (r *registry) answer(post, user string, a inert.Answer, reason string, at i
 	}
 	// Logged after it is on its way: this is the path the owner waits on.
 	r.b.log("approval %d: %s by %s (%s) on post %s", p.id, ans.Answer, r.b.ownerName(user), user, post)
+}
+
+// notCounted says, in the log and in the approval post's thread, that an
+// answer was not counted because it could not be written.
+func (r *registry) notCounted(id uint64, channel, post, user, what string, err error) {
+	r.b.log("approval %d: the %s by %s (%s) on post %s was not counted: it cannot be written to the state file (%v); the owner is asked to answer again; %s",
+		id, what, r.b.ownerName(user), user, post, err, runbook.See("gatewayd-answer-not-counted"))
+	n := strconv.FormatUint(id, 10)
+	text := "⚠️ That answer was not counted: gatewayd cannot write its state file. Remove it and answer again in a while, or answer with " +
+		inert.Code("bxctl approve "+n) + " or " + inert.Code("bxctl refuse "+n) + "."
+	if _, err := r.b.o.MM.CreatePost(r.b.ctx, channel, post, text); err != nil {
+		r.b.log("cannot tell the owner on Mattermost that an answer on post %s was not counted: %v; %s", post, err, runbook.See("mattermost-unreachable"))
+	}
 }
 
 // attach registers a brokerd connection waiting for approval id's answer;

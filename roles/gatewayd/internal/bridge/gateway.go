@@ -1,16 +1,19 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"boxmaker/roles/gatewayd/internal/inert"
+	"boxmaker/roles/gatewayd/internal/mm"
 	"boxmaker/roles/gatewayd/internal/state"
 	"boxmaker/runbook"
 	"boxmaker/wire"
@@ -28,7 +31,7 @@ const acceptRetry = 100 * time.Millisecond
 
 // LoadApprovals puts the approvals of the state file that have not ended
 // back in the table, so that brokerd asking again after gatewayd restarted
-// finds its post.
+// finds its post, and the answer written for it, if any, held for it.
 func (b *Bridge) LoadApprovals() {
 	r := b.approvals
 	r.mu.Lock()
@@ -37,7 +40,7 @@ func (b *Bridge) LoadApprovals() {
 		if a.Ended {
 			continue
 		}
-		p := &pending{id: a.ID, broker: a.Broker, post: a.Post, expires: a.Expires}
+		p := &pending{id: a.ID, broker: a.Broker, post: a.Post, channel: a.Channel, expires: a.Expires, answer: a.Answer}
 		r.byID[a.ID] = p
 		r.byPost[a.Post] = p
 	}
@@ -283,15 +286,37 @@ func (b *Bridge) notPassed(id uint64, err error) {
 
 // approvalPost returns approval req's post: the one made before when
 // brokerd asks again, else a new one in the first owner's channel. again
-// says it existed.
+// says it existed. A request for an approval being posted right now waits
+// for that post: two at once make one post.
 func (b *Bridge) approvalPost(ctx context.Context, req wire.ApprovalRequest) (post string, again bool, err error) {
 	r := b.approvals
-	r.mu.Lock()
-	if p, ok := r.byID[req.Approval]; ok && p.broker == req.Broker && !p.ended && !p.gone {
+	var mine chan struct{}
+	for mine == nil {
+		r.mu.Lock()
+		if p, ok := r.byID[req.Approval]; ok && p.broker == req.Broker && !p.ended && !p.gone {
+			r.mu.Unlock()
+			return p.post, true, nil
+		}
+		busy, posting := r.posting[req.Approval]
+		if !posting {
+			mine = make(chan struct{})
+			r.posting[req.Approval] = mine
+		}
 		r.mu.Unlock()
-		return p.post, true, nil
+		if posting {
+			select {
+			case <-busy:
+			case <-ctx.Done():
+				return "", false, ctx.Err()
+			}
+		}
 	}
-	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.posting, req.Approval)
+		r.mu.Unlock()
+		close(mine)
+	}()
 	owner := b.ownerOf(req.Session)
 	text := inert.Approval{ID: req.Approval, Tool: req.Tool, Arguments: req.Arguments, Grant: req.Grant,
 		Taint: req.Taint.String(), Session: req.Session.String(), Expires: req.Expires.Time(),
@@ -300,7 +325,7 @@ func (b *Bridge) approvalPost(ctx context.Context, req wire.ApprovalRequest) (po
 	if err != nil {
 		return "", false, err
 	}
-	r.add(&pending{id: req.Approval, broker: req.Broker, post: p.ID, expires: req.Expires}, wire.TimestampOf(b.o.Now()))
+	r.add(&pending{id: req.Approval, broker: req.Broker, post: p.ID, channel: owner.Channel, expires: req.Expires}, wire.TimestampOf(b.o.Now()))
 	rec := state.Approval{ID: req.Approval, Broker: req.Broker, Post: p.ID, Channel: owner.Channel, Text: text, Expires: req.Expires}
 	if err := b.o.State.PutApproval(rec, wire.TimestampOf(b.o.Now())); err != nil {
 		b.log("cannot write the state file: approval %d's post %s is known only until gatewayd restarts: %v; %s", req.Approval, p.ID, err, runbook.See("gatewayd-state-damaged"))
@@ -329,6 +354,8 @@ func (b *Bridge) catchUpApproval(ctx context.Context, post string) {
 		b.log("reading the reactions on approval post %s: %v", post, err)
 		return
 	}
+	// In the order they were made: the first answer is the one that counts.
+	slices.SortStableFunc(rs, func(x, y mm.Reaction) int { return cmp.Compare(x.CreateAt, y.CreateAt) })
 	for _, re := range rs {
 		b.reaction(re)
 	}
@@ -360,8 +387,7 @@ func (b *Bridge) finish(ctx context.Context, id uint64, o inert.Outcome) error {
 	if _, err := b.o.MM.PatchPost(ctx, rec.Post, inert.Ended(rec.Text, o)); err != nil {
 		b.log("cannot edit approval post %s to show how approval %d ended: %v; %s", rec.Post, id, err, runbook.See("mattermost-unreachable"))
 	}
-	rec.Ended = true
-	if err := b.o.State.PutApproval(rec, wire.TimestampOf(b.o.Now())); err != nil {
+	if _, err := b.o.State.EndApproval(id); err != nil {
 		b.log("cannot write the state file: %v; %s", err, runbook.See("gatewayd-state-damaged"))
 	}
 	return nil

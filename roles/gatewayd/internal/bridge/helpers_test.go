@@ -95,7 +95,7 @@ func holds(s string, subs []string) bool {
 }
 
 // waitFor waits until n lines hold every one of subs, and returns the last.
-func (l *logs) waitFor(t *testing.T, n int, subs ...string) string {
+func (l *logs) waitFor(t testing.TB, n int, subs ...string) string {
 	t.Helper()
 	deadline := time.After(wait)
 	for {
@@ -121,7 +121,7 @@ func (l *logs) waitFor(t *testing.T, n int, subs ...string) string {
 
 // world is one bridge and everything around it.
 type world struct {
-	t                          *testing.T
+	t                          testing.TB
 	mm                         *fakemm.Server
 	bot, owner, owner2, strngr fakemm.User
 	dm, dm2, strangerDM        string
@@ -142,7 +142,7 @@ type world struct {
 
 // newWorld starts fakemm, a fake loopd and a bridge serving gateway.sock;
 // opts, if given, changes the bridge's Options before New.
-func newWorld(t *testing.T, opts func(*Options)) *world {
+func newWorld(t testing.TB, opts func(*Options)) *world {
 	t.Helper()
 	s, err := fakemm.Start()
 	if err != nil {
@@ -372,7 +372,7 @@ func (w *world) ask(req wire.ApprovalRequest) (net.Conn, string) {
 }
 
 // answer reads the owner's answer on an approval's connection.
-func answer(t *testing.T, c net.Conn) wire.OwnerAnswer {
+func answer(t testing.TB, c net.Conn) wire.OwnerAnswer {
 	t.Helper()
 	env, err := read(c, wait)
 	if err != nil {
@@ -387,7 +387,7 @@ func answer(t *testing.T, c net.Conn) wire.OwnerAnswer {
 
 // noAnswer checks that nothing comes on an approval's connection for a
 // while.
-func noAnswer(t *testing.T, c net.Conn) {
+func noAnswer(t testing.TB, c net.Conn) {
 	t.Helper()
 	env, err := read(c, quiet)
 	var ne net.Error

@@ -26,7 +26,7 @@ type fakeLoop struct {
 	turn      func(s wire.Say, send func(ev wire.TurnEvent) error)
 }
 
-func startLoop(t *testing.T, path string) *fakeLoop {
+func startLoop(t testing.TB, path string) *fakeLoop {
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		t.Fatal(err)

@@ -12,11 +12,13 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 
 	"boxmaker/runbook"
 	"boxmaker/wire"
@@ -39,6 +41,9 @@ type Approval struct {
 	Text    string         `json:"text"` // as posted, so an edit keeps it above the outcome
 	Expires wire.Timestamp `json:"expires"`
 	Ended   bool           `json:"ended"`
+	// Answer is the owner's answer that counts, written before it is
+	// passed to brokerd: a restart gives brokerd that one, never another.
+	Answer *wire.OwnerAnswer `json:"answer,omitzero"`
 }
 
 // Cursor is how far a channel has been read: every post created before At
@@ -83,34 +88,117 @@ type State struct {
 
 // Open loads the state at path, or starts an empty one if there is none. A
 // file that cannot be read as a state is an error: gatewayd does not start
-// over a damaged one, which would lose every conversation's session.
+// over a damaged one, which would lose every conversation's session. What
+// is at path must be a regular file: a link is not followed (nor taken,
+// dangling, for no file), and a FIFO is not waited on.
 func Open(path string) (*State, error) {
 	s := &State{path: path, threads: map[string]Thread{}, approvals: map[uint64]Approval{}, byPost: map[string]uint64{}, cursors: map[string]Cursor{}}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
-	b, err := os.ReadFile(path)
+	b, err := readFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return s, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("state: %w; %s", err, runbook.See("gatewayd-state-damaged"))
+		return nil, err
 	}
 	var f file
 	if err := wire.Unmarshal(bytes.TrimSuffix(b, []byte("\n")), &f); err != nil {
 		return nil, fmt.Errorf("state: %s is damaged: %v; %s", path, err, runbook.See("gatewayd-state-damaged"))
 	}
+	if err := s.load(f); err != nil {
+		return nil, fmt.Errorf("state: %s is damaged: %v; %s", path, err, runbook.See("gatewayd-state-damaged"))
+	}
+	return s, nil
+}
+
+// readFile reads path, which must be a regular file; fs.ErrNotExist only
+// when nothing at all is there.
+func readFile(path string) ([]byte, error) {
+	notFile := func(m fs.FileMode) error {
+		return fmt.Errorf("state: %s is not a regular file (it is a %s); %s", path, kind(m), runbook.See("gatewayd-state-not-a-file"))
+	}
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state: %w; %s", err, runbook.See("gatewayd-state-damaged"))
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, notFile(fi.Mode())
+	}
+	// O_NOFOLLOW and O_NONBLOCK: what was swapped in since the Lstat is
+	// refused below, not followed or waited on.
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, notFile(fs.ModeSymlink)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state: %s: %w; %s", path, err, runbook.See("gatewayd-state-damaged"))
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		if err != nil {
+			return nil, fmt.Errorf("state: %w; %s", err, runbook.See("gatewayd-state-damaged"))
+		}
+		return nil, notFile(fi.Mode())
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("state: %w; %s", err, runbook.See("gatewayd-state-damaged"))
+	}
+	return b, nil
+}
+
+// kind names a file's type.
+func kind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "symbolic link"
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "file of another kind"
+}
+
+// load fills the tables from f: one entry per thread root, approval id,
+// approval post and channel, or which one counts would be the last read.
+func (s *State) load(f file) error {
 	for _, t := range f.Threads {
+		if _, dup := s.threads[t.Root]; dup {
+			return fmt.Errorf("thread %s is there twice", t.Root)
+		}
 		s.threads[t.Root] = t
 	}
 	for _, a := range f.Approvals {
+		if _, dup := s.approvals[a.ID]; dup {
+			return fmt.Errorf("approval %d is there twice", a.ID)
+		}
+		if _, dup := s.byPost[a.Post]; dup {
+			return fmt.Errorf("post %s shows two approvals", a.Post)
+		}
+		if a.Answer != nil && a.Answer.Post != a.Post {
+			return fmt.Errorf("approval %d's answer was given on post %s, not on its own", a.ID, a.Answer.Post)
+		}
 		s.approvals[a.ID] = a
 		s.byPost[a.Post] = a.ID
 	}
 	for _, c := range f.Cursors {
+		if _, dup := s.cursors[c.Channel]; dup {
+			return fmt.Errorf("channel %s has two cursors", c.Channel)
+		}
 		s.cursors[c.Channel] = c
 	}
-	return s, nil
+	return nil
 }
 
 // Thread returns the conversation rooted at post root.
@@ -190,6 +278,53 @@ func (s *State) PutApproval(a Approval, now wire.Timestamp) error {
 	return s.saveLocked()
 }
 
+// Why an answer was not written.
+var (
+	ErrNoApproval = errors.New("the state file holds no such approval")
+	ErrEnded      = errors.New("the approval has already ended")
+	ErrAnswered   = errors.New("the approval already has its answer")
+)
+
+// Answer writes ans as approval id's answer, if it has none and has not
+// ended: the check and the write are one step under the lock. When the
+// write fails the answer is not kept (in memory either, or a later write
+// would make it count after a restart) and the error says why.
+func (s *State) Answer(id uint64, ans wire.OwnerAnswer) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.approvals[id]
+	switch {
+	case !ok || a.Post != ans.Post:
+		return ErrNoApproval
+	case a.Ended:
+		return ErrEnded
+	case a.Answer != nil:
+		return ErrAnswered
+	}
+	a.Answer = &ans
+	s.approvals[id] = a
+	if err := s.saveLocked(); err != nil {
+		a.Answer = nil
+		s.approvals[id] = a
+		return err
+	}
+	return nil
+}
+
+// EndApproval marks approval id ended and writes the file; false when the
+// file holds no such approval.
+func (s *State) EndApproval(id uint64) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.approvals[id]
+	if !ok {
+		return false, nil
+	}
+	a.Ended = true
+	s.approvals[id] = a
+	return true, s.saveLocked()
+}
+
 // Cursor returns the channel's cursor, if it has been read before.
 func (s *State) Cursor(channel string) (Cursor, bool) {
 	s.mu.Lock()
@@ -266,10 +401,15 @@ func (s *State) saveLocked() error {
 }
 
 // writeAtomic replaces path with data: the old file or the new one is
-// there after a crash, never a mixture.
+// there after a crash, never a mixture. The temporary file is made anew
+// (O_EXCL, after removing a leftover): a link planted at its name is
+// neither written through nor renamed over the state file.
 func writeAtomic(path string, data []byte) error {
 	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("state: removing the leftover %s: %w", tmp, err)
+	}
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return fmt.Errorf("state: %w", err)
 	}

@@ -84,9 +84,11 @@ func TestCursorOverlap(t *testing.T) {
 func TestDamagedStateIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	for name, content := range map[string]string{
-		"garbage":    "{",
-		"unknown":    `{"threads":[],"approvals":[],"cursors":[],"extra":1}`,
-		"bad thread": `{"threads":[{"root":"r","channel":"c","owner":"o","session":"BAD ID"}],"approvals":[],"cursors":[]}`,
+		"garbage":                "{",
+		"unknown":                `{"threads":[],"approvals":[],"cursors":[],"extra":1}`,
+		"answer on another post": `{"threads":[],"approvals":[{"id":1,"broker":"b","post":"p1","channel":"c","text":"t","expires":"1970-01-01T00:00:02.000Z","ended":false,"answer":{"answer":"approved","by":"u","post":"p2","reason":null}}],"cursors":[]}`,
+		"answer as null":         `{"threads":[],"approvals":[{"id":1,"broker":"b","post":"p1","channel":"c","text":"t","expires":"1970-01-01T00:00:02.000Z","ended":false,"answer":null}],"cursors":[]}`,
+		"bad thread":             `{"threads":[{"root":"r","channel":"c","owner":"o","session":"BAD ID"}],"approvals":[],"cursors":[]}`,
 	} {
 		p := filepath.Join(dir, name)
 		os.WriteFile(p, []byte(content), 0o600)
