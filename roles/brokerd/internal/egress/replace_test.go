@@ -2,16 +2,22 @@ package egress
 
 import (
 	"bytes"
+	"io"
 	"math/rand/v2"
 	"testing"
 )
+
+// testReplacer is a replacer as the proxy makes one.
+func testReplacer(w io.Writer, old, new []byte) *replacer {
+	return newReplacer(w, old, new, failure(old))
+}
 
 // replaceInChunks runs data through a replacer cut at the given sizes
 // (cycled; 0 means an empty write), then flushes.
 func replaceInChunks(t testing.TB, data, old, new []byte, sizes []int) []byte {
 	t.Helper()
 	var out bytes.Buffer
-	r := newReplacer(&out, old, new, failure(old))
+	r := testReplacer(&out, old, new)
 	for i, rest := 0, data; len(rest) > 0; i++ {
 		n := len(rest)
 		if len(sizes) > 0 {
