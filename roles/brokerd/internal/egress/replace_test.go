@@ -57,21 +57,6 @@ func TestReplacerCases(t *testing.T) {
 	}
 }
 
-// TestReplacerHoldsBackOnlyAPossibleStart: what cannot begin an occurrence
-// is passed on at once, so a streamed response streams.
-func TestReplacerHoldsBackOnlyAPossibleStart(t *testing.T) {
-	var out bytes.Buffer
-	r := newReplacer(&out, []byte("abcabd"), []byte("X"), failure([]byte("abcabd")))
-	for _, step := range []struct{ in, out string }{
-		{"zz", "zz"}, {"ab", "zz"}, {"c", "zz"}, {"ab", "zz"}, {"c", "zzabc"}, {"abd!", "zzabcX!"},
-	} {
-		r.Write([]byte(step.in))
-		if out.String() != step.out {
-			t.Fatalf("after %q: passed on %q, want %q", step.in, out.String(), step.out)
-		}
-	}
-}
-
 // TestReplacerMatchesReplaceAll is the property: for random needles,
 // texts and cuttings, the stream's output is bytes.ReplaceAll's. The
 // alphabet is small so that occurrences, near-misses and overlaps are
