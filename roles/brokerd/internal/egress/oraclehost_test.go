@@ -135,11 +135,10 @@ func (l *readLog) Read(p []byte) (int, error) {
 // attacker is a tool's connection to the secret host through the proxy,
 // over the call's CA, read by hand so that nothing of the framing is lost.
 type attacker struct {
-	t    testing.TB
-	c    *tls.Conn
-	log  *readLog
-	br   *bufio.Reader
-	sent int // requests sent
+	t   testing.TB
+	c   *tls.Conn
+	log *readLog
+	br  *bufio.Reader
 }
 
 func (r *rig) attacker(t testing.TB) *attacker {
