@@ -2,6 +2,7 @@ package egress
 
 import (
 	"crypto/x509"
+	"io"
 	"net/http"
 	"net/netip"
 )
@@ -62,4 +63,16 @@ func CheckAndPrepare(p *Proxy, host string, req *http.Request) string {
 	}
 	p.secret.prepare(req, host)
 	return ""
+}
+
+// Replacer is the body's replacer, as the secret's TLS path makes one.
+type Replacer interface {
+	Write(p []byte) (int, error)
+	Flush() error
+}
+
+// NewReplacer is the replacer the secret's TLS path puts on a response
+// body: every occurrence of old in what is written to it goes to w as new.
+func NewReplacer(w io.Writer, old, new []byte) Replacer {
+	return testReplacer(w, old, new)
 }

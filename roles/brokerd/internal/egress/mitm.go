@@ -332,7 +332,7 @@ func (x *exchange) writeResponse(req *http.Request, resp *http.Response) error {
 	}
 	w.WriteString("Transfer-Encoding: chunked\r\n\r\n")
 	cw := httputil.NewChunkedWriter(w)
-	r := newReplacer(cw, s.value, []byte(s.placeholder), s.fail)
+	r := newReplacer(cw, s.value, []byte(s.placeholder))
 	if x.buf == nil {
 		x.buf = make([]byte, 32<<10)
 	}
@@ -340,8 +340,9 @@ func (x *exchange) writeResponse(req *http.Request, resp *http.Response) error {
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {
-			// Each read goes on at once (less what may begin an
-			// occurrence): a streamed answer streams.
+			// Each read goes on at once, less a tail of a fixed length
+			// (none after a line end): a streamed answer streams, and how
+			// it is cut says nothing of the value.
 			if _, werr := r.Write(buf[:n]); werr != nil {
 				return werr
 			}

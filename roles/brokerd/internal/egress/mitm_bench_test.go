@@ -1,8 +1,11 @@
 package egress_test
 
 import (
+	"bytes"
+	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"testing"
 )
 
@@ -50,5 +53,41 @@ func BenchmarkSmallGET(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkSecretBody measures a large body on the secret's TLS path, on a
+// kept-alive connection: every byte goes through the replacer. The body
+// has no line end, so the replacer holds back its whole tail at every
+// read. go test -run '^$' -bench SecretBody.
+func BenchmarkSecretBody(b *testing.B) {
+	for _, size := range []int{64 << 10, 1 << 20} {
+		body := bytes.Repeat([]byte("abcdefghijklmnopqrstuvwxyz0123456789sk-live-Zq8"), size/47+1)[:size]
+		roots := newPKI(b, "test roots")
+		srv := startServer(b, roots.serverCert(b, "secret.boxmaker.test"), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			w.Write(body)
+		}))
+		r := newRig(b, roots, map[string]*server{"secret.boxmaker.test": srv}, "secret.boxmaker.test")
+		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
+			c := r.client(nil)
+			tr := c.Transport.(*http.Transport)
+			tr.ForceAttemptHTTP2 = false
+			defer tr.CloseIdleConnections()
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				req, _ := http.NewRequest(http.MethodGet, "https://secret.boxmaker.test/", nil)
+				req.Header.Set("Authorization", "Bearer "+placeholder)
+				resp, err := c.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n, err := io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if err != nil || n != int64(size) {
+					b.Fatalf("%d bytes, %v", n, err)
+				}
+			}
+		})
 	}
 }

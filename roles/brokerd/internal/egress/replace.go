@@ -3,51 +3,40 @@ package egress
 import (
 	"bytes"
 	"io"
+
+	"boxmaker/policy"
 )
 
 // replacer is a writer that passes what it is given on to w with every
 // occurrence of old replaced by new, exactly as bytes.ReplaceAll would
 // over the whole stream (leftmost matches, not overlapping), however the
-// stream is cut into writes. It holds back only the longest tail of what
-// it was given that could still begin an occurrence, so a streamed
-// response reaches the tool as it arrives. Flush writes that tail at the
-// end.
+// stream is cut into writes.
+//
+// What it passes on, and when, must not tell whoever wrote the stream
+// whether the bytes it holds back begin old (issue 29, class 2: a tool
+// that has the secret's host echo a guess would learn how much of its
+// guess is right). So it holds back a fixed tail of len(old)-1 bytes,
+// whatever they are, and less only after a whole occurrence (which the
+// output shows anyway) or after a stop byte: a control character other
+// than tab, or DEL (policy.BadHeaderByte), which no secret's value can
+// hold, so no occurrence spans one. A streamed response of lines still
+// reaches the tool line by line. Flush writes the tail at the end.
 type replacer struct {
 	w        io.Writer
 	old, new []byte
-	// fail is old's KMP failure function: fail[i] is the length of the
-	// longest proper prefix of old[:i+1] that is also its suffix.
-	fail    []int
-	pending []byte // the held-back tail, a proper prefix of old
-	out     []byte // reused for what one Write passes on
+	stops    bool   // old holds no stop byte, so none can be inside an occurrence
+	pending  []byte // the held-back tail
+	out      []byte // reused for what one Write passes on
 }
 
-// newReplacer needs a non-empty old, and fail, old's failure function
-// (failure(old)): a proxy computes it once for its secret, not once per
-// response.
-func newReplacer(w io.Writer, old, new []byte, fail []int) *replacer {
-	return &replacer{w: w, old: old, new: new, fail: fail}
+// newReplacer needs a non-empty old.
+func newReplacer(w io.Writer, old, new []byte) *replacer {
+	return &replacer{w: w, old: old, new: new, stops: policy.BadHeaderByte(old) < 0}
 }
 
-// failure is KMP's failure function of pat: fail[i] is the length of the
-// longest proper prefix of pat[:i+1] that is also its suffix.
-func failure(pat []byte) []int {
-	fail := make([]int, len(pat))
-	for i, k := 1, 0; i < len(pat); i++ {
-		for k > 0 && pat[i] != pat[k] {
-			k = fail[k-1]
-		}
-		if pat[i] == pat[k] {
-			k++
-		}
-		fail[i] = k
-	}
-	return fail
-}
-
-// Write replaces and passes on everything in p that can no longer be part
-// of an occurrence, in one write to w. It reports len(p) when w took
-// what it was given.
+// Write replaces and passes on, in one write to w, everything in p but
+// the tail it holds back. It reports len(p) when w took what it was
+// given.
 func (r *replacer) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
@@ -64,13 +53,24 @@ func (r *replacer) Write(p []byte) (int, error) {
 		out = append(out, r.new...)
 		i += j + len(r.old)
 	}
-	// No occurrence starts before len(buf)-len(old)+1 any more; of what
-	// follows, keep the longest suffix that is a prefix of old.
-	keep := r.prefixSuffix(buf[max(i, len(buf)-len(r.old)+1):])
-	out = append(out, buf[i:len(buf)-keep]...)
+	// No occurrence starts before len(buf)-len(old)+1 any more: pass on
+	// all but the last len(old)-1 bytes, and up to the last stop byte
+	// after that, by lengths and stop bytes alone.
+	end := max(i, len(buf)-len(r.old)+1)
+	if r.stops {
+		for tail := buf[end:]; ; {
+			k := policy.BadHeaderByte(tail)
+			if k < 0 {
+				break
+			}
+			end += k + 1
+			tail = tail[k+1:]
+		}
+	}
+	out = append(out, buf[i:end]...)
 	// buf may share its array with pending: copy the tail to the front
 	// before anything else uses it.
-	r.pending = append(r.pending[:0], buf[len(buf)-keep:]...)
+	r.pending = append(r.pending[:0], buf[end:]...)
 	r.out = out
 	if len(out) > 0 {
 		if _, err := r.w.Write(out); err != nil {
@@ -78,25 +78,6 @@ func (r *replacer) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
-}
-
-// prefixSuffix returns the length of the longest suffix of tail that is a
-// proper prefix of old, by running KMP's automaton over tail: linear in
-// len(tail), which is less than len(old).
-func (r *replacer) prefixSuffix(tail []byte) int {
-	k := 0
-	for _, c := range tail {
-		for k > 0 && c != r.old[k] {
-			k = r.fail[k-1]
-		}
-		if c == r.old[k] {
-			k++
-		}
-		if k == len(r.old) { // cannot happen after Index; stay correct anyway
-			k = r.fail[k-1]
-		}
-	}
-	return k
 }
 
 // Flush passes on the held-back tail: the stream has ended, so it is not

@@ -42,10 +42,8 @@ type secret struct {
 	placeholder string
 	value       []byte
 	hosts       []string
-	// What every response needs, made once: the value's KMP failure
-	// function (the body's replacer), and the value as text and lowered
-	// (the status line and the headers).
-	fail            []int
+	// What every response's status line and headers need, made once: the
+	// value as text, and lowered.
 	text, lowerText string
 }
 
@@ -88,7 +86,6 @@ func newSecret(s *Secret, hosts []string) (*secret, error) {
 		placeholder: s.Placeholder,
 		value:       bytes.Clone(s.Value),
 		hosts:       slices.Clone(s.Hosts),
-		fail:        failure(s.Value),
 		text:        string(s.Value),
 		lowerText:   strings.ToLower(string(s.Value)),
 	}, nil

@@ -126,8 +126,16 @@ func newRig(t testing.TB, roots *pki, servers map[string]*server, secretHosts ..
 	}
 	t.Cleanup(egress.SetTestHosts(dial, nil))
 	t.Cleanup(egress.SetTestRoots(roots.pool))
+	return startRigProxy(t, roots, []byte(value), secretHosts...)
+}
+
+// startRigProxy starts a proxy for *.boxmaker.test whose secret, value,
+// goes to secretHosts, under the hooks newRig (or its caller) set; Cleanup
+// closes it.
+func startRigProxy(t testing.TB, roots *pki, value []byte, secretHosts ...string) *rig {
+	t.Helper()
 	p, err := egress.StartWith(t.TempDir(), []string{"*.boxmaker.test"}, &egress.Secret{
-		Name: "api-key", Header: "Authorization", Placeholder: placeholder, Value: []byte(value), Hosts: secretHosts,
+		Name: "api-key", Header: "Authorization", Placeholder: placeholder, Value: value, Hosts: secretHosts,
 	})
 	if err != nil {
 		t.Fatal(err)
