@@ -123,6 +123,11 @@ func parseJob(file, name string, data []byte, loc *time.Location) (Job, []Proble
 		switch {
 		case err != nil:
 			bad("every", "every %q is not a duration such as \"15m\" or \"6h\"", f.Every)
+		case d%time.Second != 0:
+			// The state file keeps due times to the millisecond: a due
+			// time with a fraction of a second could read back as before
+			// itself and be caught up twice.
+			bad("every", "every %q is not a whole number of seconds", f.Every)
 		case d < MinEvery:
 			bad("every", "every %q is shorter than %s", f.Every, MinEvery)
 		case d > MaxEvery:
