@@ -1,0 +1,66 @@
+package podman
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestKernelFilesystemsRefused (issue 29): a grant on a kernel filesystem
+// is refused before any container is made, whatever path reaches it. A
+// shell grant on /proc is a bind of the host's procfs, which runc accepts
+// over the container's own /proc: the tool then sees every host process,
+// and through /proc/<pid>/root, /proc/<pid>/cwd and /proc/<pid>/fd/N the
+// files of any process its user may trace (another call's container runs
+// as the same user). /sys, cgroup, devpts and mqueue are the kernel's own
+// state, never the owner's files. The filesystem is told by fstatfs of the
+// descriptor brokerd holds, so a path that does not look like /proc (a
+// bind mount of it elsewhere) is refused the same.
+func TestKernelFilesystemsRefused(t *testing.T) {
+	r := offlineRuntime(t)
+	pid := fmt.Sprint(os.Getpid())
+	shell := func(path string) string {
+		return refusal(t, r, "shell", path, `{"command":"true","cwd":"`+path+`"}`)
+	}
+	cases := []string{"/proc", "/proc/" + pid, "/proc/" + pid + "/fd", "/proc/" + pid + "/task", "/proc/sys", "/sys", "/sys/kernel"}
+	for _, p := range []string{"/sys/fs/cgroup/memory", "/sys/fs/cgroup/unified", "/dev/pts", "/dev/mqueue"} {
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			cases = append(cases, p)
+		}
+	}
+	// procfs reached at a path outside /proc.
+	alias := t.TempDir() + "/p"
+	if err := os.Mkdir(alias, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := mountBind(t, "/proc", alias); err == nil {
+		cases = append(cases, alias, alias+"/"+pid)
+	}
+	for _, p := range cases {
+		if got := shell(p); !strings.Contains(got, "it is on a kernel filesystem (") {
+			t.Errorf("shell on %s: %q, want a refusal naming the kernel filesystem", p, got)
+		}
+	}
+	for _, p := range []string{"/proc/" + pid + "/status", "/proc/self/status", "/sys/kernel/hostname"} {
+		if got := refusal(t, r, "read_file", p, `{"path":"`+p+`"}`); got == "" {
+			t.Errorf("read_file of %s was not refused", p)
+		}
+	}
+	// Beside them, an ordinary folder is mounted.
+	if got := shell(t.TempDir()); got != "" {
+		t.Errorf("an ordinary folder: %q", got)
+	}
+}
+
+// mountBind bind-mounts src on dst until the test ends.
+func mountBind(t *testing.T, src, dst string) error {
+	t.Helper()
+	if err := syscall.Mount(src, dst, "", syscall.MS_BIND, ""); err != nil {
+		t.Logf("bind mount %s on %s: %v", src, dst, err)
+		return err
+	}
+	t.Cleanup(func() { syscall.Unmount(dst, syscall.MNT_DETACH) })
+	return nil
+}
