@@ -6,6 +6,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"boxmaker/roles/brokerd/internal/runner"
 )
 
 // TestKernelFilesystemsRefused (issue 29): a grant on a kernel filesystem
@@ -63,4 +65,60 @@ func mountBind(t *testing.T, src, dst string) error {
 	}
 	t.Cleanup(func() { syscall.Unmount(dst, syscall.MNT_DETACH) })
 	return nil
+}
+
+// TestPathShapesRefused (issue 29): openSource, whatever policy let
+// through, refuses each shape of path that could reach something other
+// than what the grant names: "..", ".", "//", a trailing slash, a
+// relative path, /proc/self/fd/N and /proc/<pid>/fd/N of a descriptor
+// brokerd holds (magic links to wherever it points), /proc/<pid>/root and
+// cwd, a symlink loop and a symlink to "/".
+func TestPathShapesRefused(t *testing.T) {
+	base := t.TempDir()
+	if err := os.Mkdir(base+"/d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	held, err := os.Open(base + "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	fd, pid := fmt.Sprint(held.Fd()), fmt.Sprint(os.Getpid())
+	for _, l := range [][2]string{{base + "/loop2", base + "/loop1"}, {base + "/loop1", base + "/loop2"}, {"/", base + "/root"}} {
+		if err := os.Symlink(l[0], l[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		path string
+		dir  bool
+		want string
+	}{
+		{base + "/d/..", true, "has a .. component"},
+		{base + "/d/.", true, "has a . component"},
+		{base + "//d", true, "has an empty component"},
+		{base + "/d/", true, "has an empty component"},
+		{"d", true, "is not absolute"},
+		{"/proc/self/fd/" + fd, true, "is a symlink"},
+		{"/proc/thread-self/fd/" + fd, true, "is a symlink"},
+		{"/proc/" + pid + "/fd/" + fd, true, "is a symlink"},
+		{"/proc/" + pid + "/root", true, "is a symlink"},
+		{"/proc/" + pid + "/cwd", true, "is a symlink"},
+		{"/proc/" + pid + "/root" + base + "/d", true, "is a symlink"},
+		{"/proc/" + pid + "/fd", true, "kernel filesystem (proc)"},
+		{"/proc/" + pid + "/fdinfo/" + fd, false, "kernel filesystem (proc)"},
+		{base + "/loop1", true, "is a symlink"},
+		{base + "/loop1/x", true, "is a symlink"},
+		{base + "/root" + base + "/d", true, "is a symlink"},
+	} {
+		src, err := openSource(runner.Mount{Path: tc.path}, tc.dir)
+		if err == nil {
+			src.file.Close()
+			t.Errorf("%s: opened", tc.path)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) || !strings.HasSuffix(err.Error(), refusedLine) {
+			t.Errorf("%s: %v, want %q", tc.path, err, tc.want)
+		}
+	}
 }
