@@ -79,6 +79,16 @@ func ParseCronIn(s string, loc *time.Location) (Schedule, error) {
 		return nil, errors.New("cron: no time zone")
 	}
 	c.loc = loc
+	// A line can pick only days on which a daylight saving change skips
+	// every time it names ("30 2 25-31 3 */7" in Europe/Berlin is 02:30 on
+	// the last Sunday of March, the night 02:00 jumps to 03:00). Next
+	// searches a whole Gregorian cycle, after which days, weekdays and the
+	// zone's rules for the future repeat, so a line with no next time there
+	// never runs: it is refused here rather than loaded as a job that is
+	// never due.
+	if c.Next(time.Now()).IsZero() {
+		return nil, fmt.Errorf("cron: %q never runs in %s: every time it names falls in a daylight saving gap there", c.text, loc)
+	}
 	return c, nil
 }
 

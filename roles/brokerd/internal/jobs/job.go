@@ -119,17 +119,11 @@ func parseJob(file, name string, data []byte, loc *time.Location) (Job, []Proble
 		}
 		j.Schedule = s
 	case hasEvery:
-		d, err := time.ParseDuration(f.Every)
-		switch {
-		case err != nil:
-			bad("every", "every %q is not a duration such as \"15m\" or \"6h\"", f.Every)
-		case d < MinEvery:
-			bad("every", "every %q is shorter than %s", f.Every, MinEvery)
-		case d > MaxEvery:
-			bad("every", "every %q is longer than %s; use a cron schedule", f.Every, MaxEvery)
-		default:
-			j.Schedule = Every(d)
+		s, err := ParseEvery(f.Every)
+		if err != nil {
+			bad("every", "%s", err)
 		}
+		j.Schedule = s
 	default:
 		bad("schedule", `neither schedule nor every: a job needs one (schedule = "0 7 * * *" or every = "6h")`)
 	}
@@ -166,6 +160,26 @@ func parseJob(file, name string, data []byte, loc *time.Location) (Job, []Proble
 		return Job{}, ps
 	}
 	return j, nil
+}
+
+// ParseEvery parses a job file's every: a Go duration ("15m", "6h",
+// "1h30m") of a whole number of seconds from MinEvery to MaxEvery.
+func ParseEvery(s string) (Schedule, error) {
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("every %q is not a duration such as \"15m\" or \"6h\"", s)
+	case d%time.Second != 0:
+		// The state file keeps due times to the millisecond: a due time
+		// with a fraction of a second could read back as before itself
+		// and be caught up twice.
+		return nil, fmt.Errorf("every %q is not a whole number of seconds", s)
+	case d < MinEvery:
+		return nil, fmt.Errorf("every %q is shorter than %s", s, MinEvery)
+	case d > MaxEvery:
+		return nil, fmt.Errorf("every %q is longer than %s; use a cron schedule", s, MaxEvery)
+	}
+	return Every(d), nil
 }
 
 // Wire is r as admin.sock carries it.

@@ -163,7 +163,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		if rec == nil {
 			rec = &stateRecord{Name: name, Checked: wire.TimestampOf(now)}
 			s.records[name] = rec
-		} else if missed := e.job.Schedule.Next(rec.Checked.Time()); !missed.After(now) {
+		} else if missed := e.job.Schedule.Next(rec.Checked.Time()); !missed.IsZero() && !missed.After(now) {
 			switch {
 			case !e.job.CatchUp:
 				logs = append(logs, fmt.Sprintf("jobs: %s: missed its run due %s while stopped; catch_up is false, so it waits for its next due time", name, wire.TimestampOf(missed)))
@@ -204,6 +204,11 @@ func (s *Scheduler) loop(ctx context.Context) {
 		wait := maxWait
 		now := s.clock.Now()
 		for _, e := range s.jobs {
+			// A zero next is never due (tick skips it): counted here, its
+			// wait would be negative and the loop would spin.
+			if e.next.IsZero() {
+				continue
+			}
 			if d := e.next.Sub(now); d < wait {
 				wait = max(d, 0)
 			}

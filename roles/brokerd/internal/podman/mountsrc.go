@@ -122,6 +122,10 @@ func openSource(m runner.Mount, dir bool) (source, error) {
 		f.Close()
 		return source{}, mountRefused(m.Path, err.Error())
 	}
+	if why := kernelFS(int(f.Fd())); why != "" {
+		f.Close()
+		return source{}, mountRefused(m.Path, why)
+	}
 	src := source{mount: m, file: f, id: objID{st.Dev, st.Ino}}
 	switch kind := st.Mode & unix.S_IFMT; {
 	case dir && kind != unix.S_IFDIR:
@@ -148,6 +152,50 @@ func openSource(m runner.Mount, dir bool) (source, error) {
 	}
 	src.chain = chain
 	return src, nil
+}
+
+// kernelFilesystems are the filesystems that hold the kernel's state rather
+// than files: a bind of procfs gives the tool every host process and,
+// through /proc/<pid>/root, cwd and fd, the files of any process its user
+// may trace (another call's container); sysfs, cgroup and the rest are
+// the kernel's controls. None is ever a grant's folder or file. (mqueue,
+// configfs and fusectl are written as numbers: x/sys/unix has no name
+// for them.)
+var kernelFilesystems = map[int64]string{
+	unix.PROC_SUPER_MAGIC:    "proc",
+	unix.SYSFS_MAGIC:         "sysfs",
+	unix.CGROUP_SUPER_MAGIC:  "cgroup",
+	unix.CGROUP2_SUPER_MAGIC: "cgroup2",
+	unix.DEVPTS_SUPER_MAGIC:  "devpts",
+	0x19800202:               "mqueue",
+	unix.DEBUGFS_MAGIC:       "debugfs",
+	unix.TRACEFS_MAGIC:       "tracefs",
+	unix.SECURITYFS_MAGIC:    "securityfs",
+	unix.BPF_FS_MAGIC:        "bpf",
+	0x62656570:               "configfs",
+	0x65735543:               "fusectl",
+	unix.EFIVARFS_MAGIC:      "efivarfs",
+	unix.PSTOREFS_MAGIC:      "pstore",
+	unix.BINFMTFS_MAGIC:      "binfmt_misc",
+	unix.SELINUX_MAGIC:       "selinuxfs",
+	unix.SMACK_MAGIC:         "smackfs",
+	unix.NSFS_MAGIC:          "nsfs",
+	unix.HUGETLBFS_MAGIC:     "hugetlbfs",
+}
+
+// kernelFS says why the object fd is on a kernel filesystem, or "". The
+// filesystem is the held descriptor's (fstatfs), not the path's text: a
+// bind mount of /proc elsewhere is procfs all the same. A filesystem
+// brokerd cannot tell refuses.
+func kernelFS(fd int) string {
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &sfs); err != nil {
+		return "brokerd cannot tell which filesystem it is on: " + err.Error()
+	}
+	if name, ok := kernelFilesystems[int64(sfs.Type)]; ok {
+		return "it is on a kernel filesystem (" + name + "), which holds the kernel's and other processes' state, not files to grant"
+	}
+	return ""
 }
 
 // openNoSymlinks opens path (relative to dirfd) as an O_PATH descriptor,
