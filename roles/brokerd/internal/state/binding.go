@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"boxmaker/wire"
 )
@@ -25,7 +26,12 @@ type Binding struct {
 
 // Bindings keeps one file per job session, <dir>/<id>.json (brokerd's
 // broker/job-sessions/). An interactive session has none.
-type Bindings struct{ dir string }
+type Bindings struct {
+	dir string
+	// mu makes End's read and write one step, and keeps Bind out of it
+	// (issue 29, class 1).
+	mu sync.Mutex
+}
 
 // NewBindings returns the bindings kept in dir, which Bind creates.
 func NewBindings(dir string) *Bindings { return &Bindings{dir: dir} }
@@ -40,6 +46,8 @@ var ErrBound = errors.New("the session is already bound to a job")
 // id. A session is bound once: the file is made with link(2), which fails
 // if it exists, so two runs racing for one id cannot both have it.
 func (b *Bindings) Bind(id wire.SessionID, bd Binding) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if !wire.ValidID(bd.Job) || bd.Ended {
 		return fmt.Errorf("state: binding %s: job %q is not a job's name", id, bd.Job)
 	}
@@ -80,6 +88,8 @@ func (b *Bindings) Bind(id wire.SessionID, bd Binding) error {
 // End marks the run of session id ended. A session with no binding is an
 // error: only a job's session ends this way.
 func (b *Bindings) End(id wire.SessionID) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	bd, ok, err := b.Lookup(id)
 	if err != nil {
 		return err

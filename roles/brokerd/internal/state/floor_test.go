@@ -72,7 +72,9 @@ func TestFloorWriteFails(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "floor.json")
 	f := OpenFloor(path)
-	if err := os.Mkdir(path+".tmp", 0o700); err != nil {
+	// A directory that is not empty: the write's removal of what is left
+	// at the temporary name fails, and so does the write.
+	if err := os.MkdirAll(path+".tmp/in", 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.Raise(wire.Secret); err == nil {
@@ -81,7 +83,7 @@ func TestFloorWriteFails(t *testing.T) {
 	if l, err := f.Level(); l != wire.Secret || err != nil {
 		t.Fatalf("in memory: %v %v", l, err)
 	}
-	os.Remove(path + ".tmp")
+	os.RemoveAll(path + ".tmp")
 	if l, err := f.Raise(wire.Public); l != wire.Secret || err != nil {
 		t.Fatalf("retry: %v %v", l, err)
 	}

@@ -125,19 +125,35 @@ const stateFileMax = 512
 // readFile reads a state file with plain system calls: every call reads
 // its session's file, and most sessions have none, so the common case is
 // one failed open, without os.ReadFile's wrapping and stat.
+//
+// Only "no such name" is fs.ErrNotExist (issue 29, class 1): the open does
+// not follow a link, so a dangling link is an error (ELOOP), not a missing
+// file that reads as private and trusted, and a link to some other file is
+// not read as this one; a directory, FIFO or device is refused by the
+// fstat, before any read could block or mislead.
 func readFile(path string) ([]byte, error) {
 	var fd int
 	var err error
 	for {
-		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
+		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_NOCTTY, 0)
 		if err != syscall.EINTR {
 			break
 		}
+	}
+	if err == syscall.ELOOP {
+		return nil, fmt.Errorf("%s is a symbolic link, not the file brokerd writes", path)
 	}
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return nil, &fs.PathError{Op: "fstat", Path: path, Err: err}
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return nil, fmt.Errorf("%s is not a regular file (mode %#o)", path, st.Mode&syscall.S_IFMT)
+	}
 	buf := make([]byte, stateFileMax+1)
 	n := 0
 	for n < len(buf) {
@@ -156,8 +172,15 @@ func readFile(path string) ([]byte, error) {
 	return nil, fmt.Errorf("%s: larger than %d bytes", path, stateFileMax)
 }
 
+// writeSynced makes path anew and writes data to it, synced. Whatever was
+// left at the name (a crash's temporary file, or a link planted there) is
+// removed first and the file is made with O_EXCL and O_NOFOLLOW, so the
+// write never goes through a link to another file.
 func writeSynced(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return err
 	}
