@@ -54,6 +54,7 @@ type Runner struct {
 	// label of a result written as a note.
 	States interface {
 		Read(id wire.SessionID) (policy.State, bool, error)
+		Lock(id wire.SessionID) (unlock func())
 	}
 	Floor interface {
 		Level() (wire.DataClass, error)
@@ -180,7 +181,12 @@ func (r *Runner) deliver(ctx context.Context, run jobs.Run, id wire.SessionID, s
 // note writes the reply as a note, labelled with the session's state as
 // the turn left it (raised to the floor): a run that read something
 // untrusted writes an untrusted note, like a remember call would.
+//
+// The session's lock is held from reading its state to writing the note,
+// as for any call (issue 29, class 1): a label read apart from the write
+// could miss a raise that landed between them.
 func (r *Runner) note(run jobs.Run, id wire.SessionID, content string) error {
+	defer r.States.Lock(id)()
 	st, _, err := r.States.Read(id)
 	if err != nil {
 		return err

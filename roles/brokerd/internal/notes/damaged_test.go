@@ -1,6 +1,7 @@
 package notes
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -113,13 +114,16 @@ func TestDamagedNote(t *testing.T) {
 			if c.name == "a directory" {
 				return // a note cannot be renamed over a directory; the owner removes it
 			}
-			// Replacing it is allowed: the text is the writer's wholly.
-			r, err := s3.Put(bad.ID, "alpha", "alpha replaced", l)
-			if err != nil {
-				t.Fatal(err)
+			// Replacing it is refused, whoever writes (issue 29, class 1):
+			// it would erase the bytes a repair needs. The owner deletes it.
+			before := snapshot(path)
+			for _, untrusted := range []bool{false, true} {
+				if _, err := s3.Put(bad.ID, "alpha", "alpha replaced", label(t, wire.Public, untrusted, "w", 3)); !errors.Is(err, ErrNotReplaced) {
+					t.Fatalf("replacing a damaged note (untrusted %v): %v", untrusted, err)
+				}
 			}
-			if got, err := s3.Get(bad.ID); err != nil || !reflect.DeepEqual(got, r) || len(s3.Damaged()) != 0 {
-				t.Errorf("after replacing: %+v, %v, Damaged %v", got, err, s3.Damaged())
+			if after := snapshot(path); !bytes.Equal(before, after) || len(s3.Damaged()) != 1 {
+				t.Errorf("after refusing to replace: %q, was %q; Damaged %v", after, before, s3.Damaged())
 			}
 			if err := s3.Delete(bad.ID); err != nil {
 				t.Fatal(err)

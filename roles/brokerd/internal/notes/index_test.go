@@ -2,6 +2,7 @@ package notes
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -138,6 +139,12 @@ func TestSearchMatchesOracle(t *testing.T) {
 	put := func(id string) {
 		l := label(t, wire.DataClass(1+rng.IntN(3)), rng.IntN(2) == 0, fmt.Sprintf("s%d", rng.IntN(5)), uint64(rng.IntN(20)))
 		n, err := s.Put(id, randText(rng, rng.IntN(4)), randText(rng, rng.IntN(40)), l)
+		if id != "" && l.Untrusted && !model[id].Untrusted() {
+			if !errors.Is(err, ErrProtected) { // the guard's own tests are in put_test.go
+				t.Fatalf("an untrusted replace of a trusted note: %v", err)
+			}
+			return
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -69,7 +69,22 @@ var (
 	// ErrDamaged: the note's file exists but is not a valid note; the
 	// error names the file.
 	ErrDamaged = errDamaged
+	// ErrNotReplaced: Put refused to replace a note it could not read
+	// (damaged or unreadable): the replacement would erase what a repair
+	// needs, and whatever label the old note had. Also ErrDamaged or the
+	// read's own error.
+	ErrNotReplaced = errors.New("notes: not replaced")
+	// ErrProtected: an untrusted writer's Put of a note that is trusted or
+	// promoted.
+	ErrProtected = errors.New("notes: an untrusted session cannot replace a trusted note")
+	// ErrFull: a new note's Put when the store holds MaxNotes.
+	ErrFull = errors.New("notes: the store is full")
 )
+
+// MaxNotes bounds the note store, damaged files counted: each Put rewrites
+// the index, and the notes share a disk with the audit log, which must
+// never fill up because a model wrote notes in a loop.
+const MaxNotes = 50_000
 
 // indexName is the index file's name in the index directory.
 const indexName = "notes.idx"
@@ -83,6 +98,7 @@ type Store struct {
 	indexDir string
 	x        *index
 	dirty    bool // x differs from the index file (a damaged or vanished note found on reading)
+	maxNotes int  // MaxNotes; a test lowers it
 }
 
 // Open uses notesDir (<home>/memory/notes) and indexDir (<home>/index),
@@ -97,7 +113,7 @@ func Open(notesDir, indexDir string) (s *Store, rebuilt bool, err error) {
 		}
 		removeTemps(d)
 	}
-	s = &Store{notesDir: notesDir, indexDir: indexDir}
+	s = &Store{notesDir: notesDir, indexDir: indexDir, maxNotes: MaxNotes}
 	files, err := s.scan()
 	if err != nil {
 		return nil, false, err
@@ -213,53 +229,6 @@ func (s *Store) known(id string) bool {
 	_, ok := s.x.byID[id]
 	_, bad := s.x.damaged[id]
 	return ok || bad
-}
-
-// Put writes a new note (id "") or replaces note id (ErrNoNote if it does
-// not exist). A replacement takes the new label and drops any promotion:
-// the text is the new writer's, wholly. It returns the stored note.
-func (s *Store) Put(id, title, text string, l Label) (Note, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if id != "" && !wire.ValidID(id) {
-		return Note{}, fmt.Errorf("%w: note id %q is not 1 to 64 characters of [a-z0-9-]", ErrInvalid, id)
-	}
-	n := Note{ID: id, Title: title, Text: text, Label: l}
-	if id == "" {
-		for n.ID = newID(); s.known(n.ID) || exists(s.notePath(n.ID)); n.ID = newID() {
-		}
-	}
-	b, err := encodeNote(n)
-	if err != nil {
-		return Note{}, err
-	}
-	if id != "" && !s.known(id) {
-		return Note{}, fmt.Errorf("%w: %q", ErrNoNote, id)
-	}
-	st, err := s.write(n.ID, b)
-	if err != nil {
-		return Note{}, err
-	}
-	s.x.add(n.ID, st, l.WrittenAt, title, text)
-	return n, s.writeIndex()
-}
-
-func exists(path string) bool {
-	_, err := os.Lstat(path)
-	return err == nil
-}
-
-// write stores a note file durably and returns its new stamp.
-func (s *Store) write(id string, b []byte) (stamp, error) {
-	path := s.notePath(id)
-	if err := writeDurably(path, b); err != nil {
-		return stamp{}, fmt.Errorf("notes: writing %s: %w", path, err)
-	}
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return stamp{}, fmt.Errorf("notes: %w", err)
-	}
-	return stamp{fi.Size(), fi.ModTime().UnixNano()}, nil
 }
 
 // Get reads note id from its file. A damaged file is an error naming it

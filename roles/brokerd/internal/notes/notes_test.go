@@ -77,12 +77,17 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("Get after Promote = %+v, want %+v", got, p)
 	}
 
-	// A replacement is the new writer's wholly: its label, no promotion.
-	r, err := s.Put(a.ID, "Coffee", "the owner likes ristretto", web)
+	// A promoted note is not replaced by an untrusted writer (put_test.go
+	// has the guard's table); a clean one's replacement is the new
+	// writer's wholly: its label, no promotion.
+	if _, err := s.Put(a.ID, "Coffee", "the owner likes ristretto", web); !errors.Is(err, ErrProtected) {
+		t.Fatalf("an untrusted replace of a promoted note: %v", err)
+	}
+	r, err := s.Put(a.ID, "Coffee", "the owner likes ristretto", label(t, wire.Public, false, "chat-2", 4))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Promoted != nil || !r.Untrusted() || r.Label != web {
+	if r.Promoted != nil || r.Label.Session.String() != "chat-2" {
 		t.Errorf("replacement kept the promotion or lost the label: %+v", r)
 	}
 	r2, err := s.Put(a.ID, "Coffee", "decaf", clean)

@@ -8,6 +8,7 @@ import (
 
 	"boxmaker/policy"
 	"boxmaker/roles/brokerd/internal/notes"
+	"boxmaker/runbook"
 	"boxmaker/wire"
 )
 
@@ -28,11 +29,6 @@ func (w WithMemory) Run(ctx context.Context, spec *RunSpec) (Output, error) {
 // RecallLimit is how many notes a search returns, best first.
 const RecallLimit = 5
 
-// MaxNotes bounds the note store: each remember rewrites the index, and
-// the notes share a disk with the audit log, which must never fill up
-// because a model wrote notes in a loop.
-const MaxNotes = 50_000
-
 // isMemory reports whether t runs in brokerd.
 func isMemory(t policy.Tool) bool { return t == policy.Remember || t == policy.Recall }
 
@@ -50,23 +46,18 @@ func runMemory(rt Runtime, a policy.Allowed, req wire.ToolRequest, st policy.Sta
 	}
 	switch args := a.Args().(type) {
 	case policy.RememberArgs:
+		// The guards (a trusted or promoted note is not replaced from an
+		// untrusted session, a note that cannot be read is not replaced,
+		// the store's cap) are Put's, decided under the store's lock with
+		// the write (issue 29, class 1).
 		id := ""
 		if args.ID != nil {
 			id = *args.ID
-			// An untrusted session may not overwrite a note that is
-			// trusted or that the owner vouched for: the label would stay
-			// honest, but a page the model read could erase what the
-			// owner relies on, promotion and all.
-			if old, err := w.Notes.Get(id); err == nil && !old.Untrusted() && st.Untrusted {
-				return failed(res, "an untrusted session cannot replace a trusted note; remember it as a new note instead")
-			}
-		} else if w.Notes.Len() >= MaxNotes {
-			return failed(res, fmt.Sprintf("there are %d notes, the most brokerd keeps; the owner must delete some first", MaxNotes))
 		}
 		n, err := w.Notes.Put(id, args.Title, args.Text, notes.Label{Taint: st.Taint, Untrusted: st.Untrusted,
 			Session: req.Session, WrittenAt: wire.TimestampOf(w.Now())})
 		if err != nil {
-			return failed(res, memoryError(err))
+			return failed(res, rememberError(id, err))
 		}
 		out, err := wire.Marshal(rememberOut{ID: n.ID, Replaced: id != ""})
 		if err != nil {
@@ -119,6 +110,20 @@ type recalled struct {
 
 type recallOut struct {
 	Notes []recalled `json:"notes"`
+}
+
+// rememberError is what the model reads when a remember of id is refused.
+func rememberError(id string, err error) string {
+	switch {
+	case errors.Is(err, notes.ErrProtected):
+		return "an untrusted session cannot replace a trusted note; remember it as a new note instead"
+	case errors.Is(err, notes.ErrFull):
+		return fmt.Sprintf("there are %d notes, the most brokerd keeps; the owner must delete some first", notes.MaxNotes)
+	case errors.Is(err, notes.ErrNotReplaced):
+		// Not the read's words: they may quote the file's bytes.
+		return "note " + id + " cannot be read, so it is not replaced; remember it as a new note instead; " + runbook.See("note-damaged")
+	}
+	return memoryError(err)
 }
 
 func memoryError(err error) string {

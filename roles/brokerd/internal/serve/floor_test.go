@@ -125,8 +125,9 @@ func TestTaintFloorUnreadable(t *testing.T) {
 // for every later decision.
 func TestTaintFloorWriteFailureWithholdsContent(t *testing.T) {
 	h := start(t, map[string]string{"s.toml": grantSecr, "f.toml": grantFetch})
-	// A directory where the temporary file goes makes the write fail.
-	if err := os.Mkdir(filepath.Join(h.cfg.Paths.Home, "broker", "floor.json.tmp"), 0o700); err != nil {
+	// A directory that is not empty where the temporary file goes makes
+	// the write fail (an empty one is removed, like any leftover).
+	if err := os.MkdirAll(filepath.Join(h.cfg.Paths.Home, "broker", "floor.json.tmp", "in"), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	got := h.call(readReq(t, "chat-a", 1, "/data/secret/key"))
