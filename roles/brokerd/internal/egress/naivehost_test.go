@@ -44,19 +44,7 @@ func startNaiveHost(t *testing.T, cert tls.Certificate) *naiveHost {
 		t.Fatal(err)
 	}
 	h := &naiveHost{addr: netip.MustParseAddrPort(ln.Addr().String())}
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			h.wg.Add(1)
-			go func() { defer h.wg.Done(); h.serve(c) }()
-		}
-	}()
-	t.Cleanup(func() { ln.Close(); h.wg.Wait() })
+	acceptAll(t, ln, &h.wg, h.serve)
 	return h
 }
 
@@ -183,4 +171,22 @@ func (h *naiveHost) reset() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.seen, h.raw = nil, nil
+}
+
+// acceptAll serves each connection of ln on its own goroutine, counted in
+// wg, until the test ends; then it closes ln and waits for them all.
+func acceptAll(t testing.TB, ln net.Listener, wg *sync.WaitGroup, serve func(net.Conn)) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() { defer wg.Done(); serve(c) }()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
 }

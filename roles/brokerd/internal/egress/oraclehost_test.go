@@ -45,19 +45,7 @@ func startEchoHost(t testing.TB, cert tls.Certificate) *echoHost {
 		t.Fatal(err)
 	}
 	h := &echoHost{addr: netip.MustParseAddrPort(ln.Addr().String()), release: make(chan struct{}, 1)}
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			h.wg.Add(1)
-			go func() { defer h.wg.Done(); h.serve(c) }()
-		}
-	}()
-	t.Cleanup(func() { ln.Close(); h.wg.Wait() })
+	acceptAll(t, ln, &h.wg, h.serve)
 	return h
 }
 

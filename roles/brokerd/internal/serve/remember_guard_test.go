@@ -39,7 +39,7 @@ func TestRememberGuard(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
-		{"unreadable mode", func(t *testing.T, path string) { writeNote(t, path, "{") }},
+		{"one brace", func(t *testing.T, path string) { writeNote(t, path, "{") }},
 	}
 	for _, d := range damage {
 		for _, session := range []string{"chat-web", "chat-clean"} {
