@@ -139,14 +139,19 @@ func (a *Admin) deleteNote(ctx context.Context, m wire.NoteDelete) wire.Message 
 	}
 	a.noteMu.Lock()
 	defer a.noteMu.Unlock()
-	n, err := a.Notes.Get(m.ID)
-	if err != nil {
-		return noteError(err)
-	}
-	if _, err := a.Audit.Append(wire.NoteDeletedEvent{Note: n.ID, By: ownerOf(ctx)}); err != nil {
-		return wire.WireError{Code: wire.Internal, Detail: "the audit log cannot be written; nothing was deleted: " + err.Error()}
-	}
-	if err := a.Notes.Delete(n.ID); err != nil {
+	// Not Get first: a damaged note does not read, and the owner's delete
+	// is the one way to remove it (issue 29, class 1). The store checks
+	// that the note is there, the audit record is written, and the file
+	// is removed, under the store's lock.
+	var auditErr error
+	err := a.Notes.DeleteRecorded(m.ID, func() error {
+		_, auditErr = a.Audit.Append(wire.NoteDeletedEvent{Note: m.ID, By: ownerOf(ctx)})
+		return auditErr
+	})
+	switch {
+	case auditErr != nil:
+		return wire.WireError{Code: wire.Internal, Detail: "the audit log cannot be written; nothing was deleted: " + auditErr.Error()}
+	case err != nil:
 		return noteError(err)
 	}
 	return wire.OK{}

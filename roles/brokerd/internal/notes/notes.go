@@ -409,7 +409,15 @@ func (s *Store) promote(id string, seen *wire.Hash32, by string, at wire.Timesta
 }
 
 // Delete removes note id, valid or damaged (ErrNoNote when absent).
-func (s *Store) Delete(id string) error {
+func (s *Store) Delete(id string) error { return s.DeleteRecorded(id, nil) }
+
+// DeleteRecorded is Delete that first calls record (the audit append),
+// under the store's lock once the note is known to be there: the check,
+// the record and the removal are one step, so no write lands between them
+// and a record is never written for a note that was not there. A record
+// that fails deletes nothing and is returned as it is. Only the name is
+// removed: a link at it is removed, never what it points to.
+func (s *Store) DeleteRecorded(id string, record func() error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !wire.ValidID(id) {
@@ -417,6 +425,22 @@ func (s *Store) Delete(id string) error {
 	}
 	if !s.known(id) {
 		return fmt.Errorf("%w: %q", ErrNoNote, id)
+	}
+	if _, err := os.Lstat(s.notePath(id)); errors.Is(err, os.ErrNotExist) {
+		// Known to the index, but its file is gone: nothing to record.
+		s.x.remove(id)
+		delete(s.x.damaged, id)
+		s.dirty = true
+		return s.flush(fmt.Errorf("%w: %q (its file is gone)", ErrNoNote, id))
+	} else if err != nil {
+		// Not known to be there, and not removable either: no record of
+		// a delete that would not happen.
+		return fmt.Errorf("notes: %w", err)
+	}
+	if record != nil {
+		if err := record(); err != nil {
+			return err
+		}
 	}
 	err := removeDurably(s.notePath(id))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
