@@ -45,12 +45,18 @@ func listDir(fd int, dir string, buf []byte) ([]string, error) {
 // (grown as needed) and returns its bytes, which alias scratch. It opens
 // without blocking and refuses anything but a regular file, so a FIFO or
 // device named *.toml cannot stall every decision, and it stops once the
-// file is larger than MaxGrantFileBytes.
+// file is larger than MaxGrantFileBytes. It does not follow a symbolic
+// link (issue 29, class 1): a link may lead to a file someone other than
+// the directory's owner can write, and a dangling one would drop a grant
+// without a word; either way the set is invalid.
 func readAt(dirfd int, dir, name string, scratch []byte) ([]byte, error) {
 	path := func() string { return filepath.Join(dir, name) }
 	fd, err := retry(func() (int, error) {
-		return syscall.Openat(dirfd, name, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC|syscall.O_NOCTTY, 0)
+		return syscall.Openat(dirfd, name, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC|syscall.O_NOCTTY|syscall.O_NOFOLLOW, 0)
 	})
+	if err == syscall.ELOOP {
+		return nil, errLink
+	}
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: path(), Err: err}
 	}
@@ -95,6 +101,8 @@ func readAt(dirfd int, dir, name string, scratch []byte) ([]byte, error) {
 	}
 	return buf[:n], nil
 }
+
+var errLink = errors.New("it is a symbolic link; a grant is read only from a regular file in the grants directory itself")
 
 // retry runs a system call again while a signal interrupts it.
 func retry(call func() (int, error)) (int, error) {

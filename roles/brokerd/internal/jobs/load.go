@@ -73,9 +73,14 @@ func LoadIn(dir string, loc *time.Location) ([]Job, []Problem, error) {
 
 // readJobFile reads a regular file of at most MaxJobFileBytes. It opens
 // without blocking and checks the type before reading, so that a FIFO named
-// *.toml cannot stall brokerd's reload.
+// *.toml cannot stall brokerd's reload. It does not follow a symbolic link
+// (issue 29, class 1): a link may lead to a file another user can write,
+// and a dangling one would drop a job without a word.
 func readJobFile(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_NOCTTY, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, errors.New("is a symbolic link; a job is read only from a regular file in the jobs directory itself")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot be read: %w", unwrapPath(err))
 	}

@@ -185,3 +185,33 @@ func TestLoadFiles(t *testing.T) {
 		t.Errorf("ProblemLines: %q", lines)
 	}
 }
+
+// TestJobLinksAreProblems: a job file is read from the jobs directory
+// itself, never through a symbolic link (issue 29, class 1): a link may
+// lead to a file another user can write (a job is an unattended session
+// with the job's grants), and a dangling one would drop a job without a
+// word. Any link is a problem, so no job of the set runs.
+func TestJobLinksAreProblems(t *testing.T) {
+	elsewhere := filepath.Join(t.TempDir(), "real.toml")
+	if err := os.WriteFile(elsewhere, []byte(validJob), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, target := range map[string]string{
+		"to a job":     elsewhere,
+		"dangling":     filepath.Join(t.TempDir(), "gone.toml"),
+		"to a sibling": "ok.toml",
+		"to /dev/zero": "/dev/zero",
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := writeFiles(t, map[string]string{"ok.toml": validJob})
+			if err := os.Symlink(target, filepath.Join(dir, "l.toml")); err != nil {
+				t.Fatal(err)
+			}
+			jobs, ps, err := LoadIn(dir, time.UTC)
+			if err != nil || jobs != nil || len(ps) != 1 || ps[0].File != filepath.Join(dir, "l.toml") ||
+				ps[0].Problem != "is a symbolic link; a job is read only from a regular file in the jobs directory itself" {
+				t.Fatalf("jobs %v, problems %v, err %v", jobs, ps, err)
+			}
+		})
+	}
+}
