@@ -1,6 +1,9 @@
 package jobs
 
-import "time"
+import (
+	"os"
+	"time"
+)
 
 // CheckedOf is the latest due time the scheduler has dealt with for name,
 // as it holds it in memory.
@@ -26,4 +29,12 @@ func ReadStateChecked(path string) (map[string]time.Time, error) {
 		out[n] = r.Checked.Time()
 	}
 	return out, nil
+}
+
+// SetStateReadError makes opening the state file fail with err until the
+// returned func is called.
+func SetStateReadError(err error) (restore func()) {
+	old := openState
+	openState = func(string) (*os.File, error) { return nil, err }
+	return func() { openState = old }
 }

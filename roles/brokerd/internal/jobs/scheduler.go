@@ -83,7 +83,9 @@ type Scheduler struct {
 // be started by hand, a duplicated one may not be undoable.
 //
 // err is set for a job set that is not valid (a name twice or not a job
-// name, no schedule) or a missing Start hook or clock.
+// name, no schedule), a missing Start hook or clock, or a state file that
+// is there but cannot be read for a reason other than damage (EIO,
+// EACCES): that one is left as it is.
 func New(jobs []Job, statePath string, clock Clock, h Hooks) (*Scheduler, error) {
 	if h.Start == nil || clock == nil {
 		return nil, errors.New("jobs: New needs a clock and a Start hook")
@@ -101,10 +103,16 @@ func New(jobs []Job, statePath string, clock Clock, h Hooks) (*Scheduler, error)
 	s := &Scheduler{statePath: statePath, clock: clock, hooks: h, wake: make(chan struct{}, 1),
 		jobs: set, running: map[string]bool{}}
 	recs, err := readState(statePath)
-	if err != nil {
+	switch {
+	case errors.Is(err, errDamaged):
 		// No records: every job counts as first seen, so none catches up.
 		h.Log(setAsideDamaged(statePath, err)...)
 		recs = nil
+	case err != nil:
+		// Not damage: the file may be fine, and the first write would
+		// replace it (issue 29, class 1).
+		return nil, fmt.Errorf("jobs: the state file %s cannot be read: %w; brokerd does not start rather than write over it; %s",
+			statePath, err, runbook.See("jobs-state-unreadable"))
 	}
 	if recs == nil {
 		recs = map[string]*stateRecord{}

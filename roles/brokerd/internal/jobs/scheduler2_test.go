@@ -114,6 +114,11 @@ func TestSchedulerDamagedState(t *testing.T) {
 		if err := os.WriteFile(path, []byte(damage), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		// The last round's copy goes, so this round's takes its name
+		// (TestDamagedCopiesAreKept: otherwise it would be .damaged.1).
+		if err := os.RemoveAll(path + ".damaged"); err != nil {
+			t.Fatal(err)
+		}
 		clock := jobstest.NewClock(time.Date(2026, 3, 2, 12, 20, 0, 0, time.UTC))
 		h := newHarness(t, clock, path, job(t, "catch", "15m", true))
 		if !h.logged("see docs/runbook.md#jobs-state-damaged") || !h.logged("the damaged file is kept as "+path+".damaged") {

@@ -49,10 +49,21 @@ type stateRun struct {
 // ended with the brokerd that started it.
 const outcomeInterrupted = "failed: brokerd stopped before the run ended"
 
+// errDamaged marks a state file that is there but is not what brokerd
+// writes: bytes that do not decode, or a link, directory or FIFO at its
+// name. Other read errors (EIO, EACCES, EMFILE) are not damage: the file
+// may be fine, so it is neither moved aside nor written over.
+var errDamaged = errors.New("damaged")
+
+type damage struct{ error }
+
+func (d damage) Unwrap() []error { return []error{d.error, errDamaged} }
+
 // readState reads the state file. A missing file is (nil, nil): a fresh
-// start. Any other failure is an error: the file is damaged or unreadable.
+// start. A damaged file is an error that errors.Is errDamaged; any other
+// failure is an error that says the file could not be read.
 func readState(path string) (map[string]*stateRecord, error) {
-	data, err := os.ReadFile(path)
+	data, err := readStateFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -61,21 +72,21 @@ func readState(path string) (map[string]*stateRecord, error) {
 	}
 	var f stateFile
 	if err := wire.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, damage{fmt.Errorf("%s: %w", path, err)}
 	}
 	if f.Version != stateVersion {
-		return nil, fmt.Errorf("%s: version %d, want %d", path, f.Version, stateVersion)
+		return nil, damage{fmt.Errorf("%s: version %d, want %d", path, f.Version, stateVersion)}
 	}
 	recs := make(map[string]*stateRecord, len(f.Jobs))
 	for i := range f.Jobs {
 		r := f.Jobs[i]
 		switch {
 		case !wire.ValidID(r.Name):
-			return nil, fmt.Errorf("%s: %q is not a job name", path, r.Name)
+			return nil, damage{fmt.Errorf("%s: %q is not a job name", path, r.Name)}
 		case recs[r.Name] != nil:
-			return nil, fmt.Errorf("%s: job %q twice", path, r.Name)
+			return nil, damage{fmt.Errorf("%s: job %q twice", path, r.Name)}
 		case r.Last != nil && (r.Last.Trigger < Scheduled || r.Last.Trigger > Manual):
-			return nil, fmt.Errorf("%s: job %q: no trigger", path, r.Name)
+			return nil, damage{fmt.Errorf("%s: job %q: no trigger", path, r.Name)}
 		}
 		if r.Last != nil && r.Last.Ended == nil && r.Last.Outcome == outcomeRunning {
 			r.Last.Outcome = outcomeInterrupted
@@ -139,16 +150,24 @@ func syncDir(dir string) error {
 	return err
 }
 
-// setAsideDamaged moves a damaged state file to <path>.damaged (replacing
-// an older one), so the next write does not destroy what the owner may
-// want to look at, and says what it did.
+// maxDamagedCopies bounds the names setAsideDamaged tries.
+const maxDamagedCopies = 100
+
+// setAsideDamaged moves a damaged state file (or the link, directory or
+// FIFO at its name) to <path>.damaged, or to <path>.damaged.N when older
+// copies are there: the next write must not destroy what the owner may
+// want to look at, and neither may a later damage. It says what it did.
+// Only brokerd writes in its state directory (one brokerd per directory,
+// by the audit lock), so a name seen free stays free until the rename.
 func setAsideDamaged(path string, why error) []string {
 	lines := []string{
 		fmt.Sprintf("jobs: the state file cannot be read: %v", why),
 		"jobs: no catch-up runs this start (what ran before is unknown); jobs are scheduled normally from now",
 	}
-	aside := path + ".damaged"
-	if err := os.Rename(path, aside); err != nil {
+	aside := freeName(path + ".damaged")
+	if aside == "" {
+		lines = append(lines, fmt.Sprintf("jobs: could not move it aside: %s.damaged to .damaged.%d are all taken; it will be overwritten", path, maxDamagedCopies-1))
+	} else if err := os.Rename(path, aside); err != nil {
 		lines = append(lines, fmt.Sprintf("jobs: could not move it to %s: %v; it will be overwritten", aside, err))
 	} else {
 		if err := syncDir(filepath.Dir(path)); err != nil {
@@ -157,4 +176,20 @@ func setAsideDamaged(path string, why error) []string {
 		lines = append(lines, "jobs: the damaged file is kept as "+aside)
 	}
 	return append(lines, runbook.See("jobs-state-damaged"))
+}
+
+// freeName is base, or base.N for the first N from 1 with nothing at that
+// name, or "" when every name up to maxDamagedCopies is taken (or cannot
+// be looked at: a name it cannot see is not free).
+func freeName(base string) string {
+	for i := range maxDamagedCopies {
+		name := base
+		if i > 0 {
+			name = fmt.Sprintf("%s.%d", base, i)
+		}
+		if _, err := os.Lstat(name); errors.Is(err, fs.ErrNotExist) {
+			return name
+		}
+	}
+	return ""
 }
