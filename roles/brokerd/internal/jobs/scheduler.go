@@ -68,6 +68,9 @@ type Scheduler struct {
 	running map[string]bool
 	started bool // Run was called
 	active  bool // Run is scheduling: runs may start
+	// suspended: the job files have a problem, so the set is empty, but
+	// the records are kept for when the files are fixed (Suspend).
+	suspended bool
 	ctx     context.Context
 	wg      sync.WaitGroup // the runs in flight
 }
@@ -166,30 +169,58 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	var starts []Run
 	var logs []string
 	for _, name := range s.namesLocked() {
-		e := s.jobs[name]
-		rec := s.records[name]
-		if rec == nil {
-			rec = &stateRecord{Name: name, Checked: wire.TimestampOf(now)}
-			s.records[name] = rec
-		} else if missed := e.job.Schedule.Next(rec.Checked.Time()); !missed.IsZero() && !missed.After(now) {
-			switch {
-			case !e.job.CatchUp:
-				logs = append(logs, fmt.Sprintf("jobs: %s: missed its run due %s while stopped; catch_up is false, so it waits for its next due time", name, wire.TimestampOf(missed)))
-			default:
-				starts = append(starts, s.beginLocked(e.job, missed, CatchUp, now))
-			}
-			rec.Checked = wire.TimestampOf(now)
-		}
-		e.next = e.job.Schedule.Next(now)
+		starts, logs = s.admitLocked(s.jobs[name], now, starts, logs)
 	}
 	// Records of jobs no longer in the set are dropped: the state file
-	// describes the current jobs.
+	// describes the current jobs. Not while suspended: the set is empty
+	// because its files have a problem, not because the jobs are gone.
+	if !s.suspended {
+		s.dropOthersLocked()
+	}
+	s.mu.Unlock()
+	s.startAll(starts, logs)
+	s.loop(ctx)
+	s.mu.Lock()
+	s.active = false
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}
+
+// admitLocked brings e into the schedule at now, as Run's start does: a
+// job seen for the first time is recorded as seen; one whose record shows
+// a due time missed since it was last dealt with runs once as a catch-up
+// (catch_up) or is logged as missed. s.mu is held and s.active is true.
+func (s *Scheduler) admitLocked(e *entry, now time.Time, starts []Run, logs []string) ([]Run, []string) {
+	name := e.job.Name
+	rec := s.records[name]
+	if rec == nil {
+		rec = &stateRecord{Name: name, Checked: wire.TimestampOf(now)}
+		s.records[name] = rec
+	} else if missed := e.job.Schedule.Next(rec.Checked.Time()); !missed.IsZero() && !missed.After(now) {
+		switch {
+		case !e.job.CatchUp:
+			logs = append(logs, fmt.Sprintf("jobs: %s: missed its run due %s while stopped; catch_up is false, so it waits for its next due time", name, wire.TimestampOf(missed)))
+		default:
+			starts = append(starts, s.beginLocked(e.job, missed, CatchUp, now))
+		}
+		rec.Checked = wire.TimestampOf(now)
+	}
+	e.next = e.job.Schedule.Next(now)
+	return starts, logs
+}
+
+// dropOthersLocked forgets the records of jobs not in the set.
+func (s *Scheduler) dropOthersLocked() {
 	for name := range s.records {
 		if s.jobs[name] == nil {
 			delete(s.records, name)
 		}
 	}
-	s.mu.Unlock()
+}
+
+// startAll logs, saves the state (with the runs begun), then launches them.
+func (s *Scheduler) startAll(starts []Run, logs []string) {
 	if len(logs) > 0 {
 		s.hooks.Log(logs...)
 	}
@@ -197,12 +228,6 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	for _, r := range starts {
 		s.launch(r)
 	}
-	s.loop(ctx)
-	s.mu.Lock()
-	s.active = false
-	s.mu.Unlock()
-	s.wg.Wait()
-	return nil
 }
 
 // loop waits for the earliest due time, or for Replace, until ctx ends.
@@ -369,7 +394,10 @@ func (s *Scheduler) Status() []JobStatus {
 // due time; a changed or new one is due next by its (new) schedule from
 // now, and a new one is recorded as seen. A job removed loses its record.
 // An invalid set (a name twice, no schedule) is refused and the old set is
-// kept.
+// kept. After Suspend, a job that has a record is admitted as at Run's
+// start: a due time missed while the set was suspended (or brokerd was
+// down) is caught up once if the job says catch_up, as if brokerd had
+// started with the fixed files.
 func (s *Scheduler) Replace(jobs []Job) error {
 	set, err := jobSet(jobs)
 	if err != nil {
@@ -377,9 +405,17 @@ func (s *Scheduler) Replace(jobs []Job) error {
 	}
 	s.mu.Lock()
 	now := s.clock.Now()
+	resumed := s.suspended && s.active
+	s.suspended = false
+	var starts []Run
+	var logs []string
 	for name, e := range set {
 		old := s.jobs[name]
 		rec := s.records[name]
+		if resumed && rec != nil {
+			starts, logs = s.admitLocked(e, now, starts, logs)
+			continue
+		}
 		if rec == nil {
 			rec = &stateRecord{Name: name, Checked: wire.TimestampOf(now)}
 			s.records[name] = rec
@@ -397,19 +433,34 @@ func (s *Scheduler) Replace(jobs []Job) error {
 			rec.Checked = ts
 		}
 	}
-	for name := range s.records {
-		if set[name] == nil {
-			delete(s.records, name)
-		}
-	}
 	s.jobs = set
+	s.dropOthersLocked()
 	s.mu.Unlock()
-	s.save()
+	s.startAll(starts, logs)
+	s.wakeLoop()
+	return nil
+}
+
+// Suspend empties the job set without forgetting it: the job files have a
+// problem (jobs-invalid), so no job runs and none is listed until they are
+// fixed, but every job's record (its last run, the latest due time dealt
+// with) stays in the state file (issue 29, class 1: a guard that cannot
+// read the set must not erase what it guards). Runs in flight continue.
+// The next Replace ends the suspension. It may be called before Run.
+func (s *Scheduler) Suspend() {
+	s.mu.Lock()
+	s.jobs = map[string]*entry{}
+	s.suspended = true
+	s.mu.Unlock()
+	s.wakeLoop()
+}
+
+// wakeLoop asks the loop to look at the set again.
+func (s *Scheduler) wakeLoop() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
-	return nil
 }
 
 // save writes the current state. saveMu is taken before the snapshot, so

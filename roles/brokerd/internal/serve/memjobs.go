@@ -53,7 +53,7 @@ type jobsService struct {
 // server's wait group, until ctx ends.
 func (s *Server) startJobs(ctx context.Context, cfg config.Config, r *jobrun.Runner, clock jobs.Clock) (*jobsService, error) {
 	js := &jobsService{dir: cfg.Paths.Jobs, runner: r, log: s.log}
-	list := js.load()
+	list, valid := js.load()
 	sched, err := jobs.New(list, filepath.Join(cfg.Paths.Home, "broker", "jobs.json"), clock, jobs.Hooks{
 		Start:   r.Start,
 		Skipped: js.skipped,
@@ -61,6 +61,9 @@ func (s *Server) startJobs(ctx context.Context, cfg config.Config, r *jobrun.Run
 	})
 	if err != nil {
 		return nil, err
+	}
+	if !valid {
+		sched.Suspend()
 	}
 	js.sched = sched
 	s.wg.Go(func() {
@@ -85,8 +88,9 @@ func (s *Server) startJobs(ctx context.Context, cfg config.Config, r *jobrun.Run
 
 // load reads the jobs directory. A set with problems keeps no job: like
 // grants, an invalid set is not half used; the owner sees every problem in
-// the log and in bxctl jobs.
-func (js *jobsService) load() []jobs.Job {
+// the log and in bxctl jobs. valid is false for such a set: the scheduler
+// is suspended, not given an empty set, so the jobs' records are kept.
+func (js *jobsService) load() (list []jobs.Job, valid bool) {
 	list, problems, err := jobs.Load(js.dir)
 	var gp []wire.GrantProblem
 	if err != nil {
@@ -115,12 +119,18 @@ func (js *jobsService) load() []jobs.Job {
 		}
 		js.log(append(lines, runbook.See("jobs-invalid"))...)
 	}
-	return list
+	return list, len(gp) == 0
 }
 
-// reload reads the directory again and gives the scheduler the new set.
+// reload reads the directory again and gives the scheduler the new set,
+// or suspends it while the set has problems.
 func (js *jobsService) reload() {
-	if err := js.sched.Replace(js.load()); err != nil {
+	list, valid := js.load()
+	if !valid {
+		js.sched.Suspend()
+		return
+	}
+	if err := js.sched.Replace(list); err != nil {
 		js.log("brokerd: the job set was not replaced: " + err.Error())
 	}
 }
