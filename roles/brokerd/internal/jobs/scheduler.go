@@ -71,8 +71,8 @@ type Scheduler struct {
 	// suspended: the job files have a problem, so the set is empty, but
 	// the records are kept for when the files are fixed (Suspend).
 	suspended bool
-	ctx     context.Context
-	wg      sync.WaitGroup // the runs in flight
+	ctx       context.Context
+	wg        sync.WaitGroup // the runs in flight
 }
 
 // New makes a scheduler for jobs, keeping its state at statePath
