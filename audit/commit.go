@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"boxmaker/wire"
 )
@@ -90,7 +91,7 @@ func (w *Writer) switchTo(name string) error {
 	var f File
 	var err error
 	if name == w.name {
-		f, err = w.open(path, os.O_WRONLY|os.O_APPEND, 0)
+		f, err = w.open(path, os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0)
 	} else {
 		f, err = w.open(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
 		if err == nil {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 
 	"boxmaker/wire"
 )
@@ -90,12 +91,28 @@ func parseHead(b []byte) (Head, error) {
 
 // ReadHead reads the head file at path. An error matches fs.ErrNotExist if
 // there is none; the text of any other says why it is not a head.
+//
+// It does not follow a symbolic link and reads only a regular file (issue
+// 29, class 1): a link to an older head, or to a file another user can
+// write, would vouch for a log it does not describe, a dangling one would
+// read as no head, and a FIFO would stall the start. Such a name is an
+// error that is neither fs.ErrNotExist nor damage: startup refuses it as
+// unavailable.
 func ReadHead(path string) (Head, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Head{}, err
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err == syscall.ELOOP {
+		return Head{}, fmt.Errorf("%s is a symbolic link, not the file brokerd writes", path)
 	}
+	if err != nil {
+		return Head{}, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return Head{}, err
+	} else if !st.Mode().IsRegular() {
+		return Head{}, fmt.Errorf("%s is not a regular file (%s)", path, st.Mode().Type())
+	}
 	// One byte more than a head, to tell a longer file from a head.
 	b, err := io.ReadAll(io.LimitReader(f, int64(headSize)+1))
 	if err != nil {
@@ -112,7 +129,12 @@ func createHead(path string, h Head) (*os.File, error) {
 		return nil, err
 	}
 	tmp := path + ".new"
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	// Made anew, never opened through what is at the name: a link planted
+	// there would have the head written into (and its target truncated).
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, unavailable("removing "+tmp, err)
+	}
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, unavailable("creating "+tmp, err)
 	}

@@ -13,7 +13,8 @@ import (
 // file, not the process, so a second Writer in the same process is refused
 // too. The kernel drops the lock when the process dies, however it dies.
 func lockDir(dir string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	// O_NOFOLLOW: a link planted at the name would make or lock its target.
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}

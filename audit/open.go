@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"boxmaker/wire"
@@ -178,7 +179,7 @@ func (w *Writer) startup(accept bool) (StartupReport, error) {
 // before it.
 func (w *Writer) recoverTorn(rep ChainReport) error {
 	name := rep.TornTail.File
-	f, err := w.open(filepath.Join(w.dir, name), os.O_WRONLY|os.O_APPEND, 0)
+	f, err := w.open(filepath.Join(w.dir, name), os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return unavailable("opening "+name, err)
 	}
