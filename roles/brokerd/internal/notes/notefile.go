@@ -162,6 +162,27 @@ func readNoteFile(path, id string) (Note, error) {
 	return n, nil
 }
 
+// readIndexFile reads the index without following a link, without
+// blocking, and only if it is a regular file (issue 29, class 1): a FIFO
+// there must not stall brokerd's start, and an index is brokerd's own file,
+// never one a link names. Any error means "rebuild": the notes are the
+// truth.
+func readIndexFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	return readAllInto(make([]byte, 0, fi.Size()+1), f)
+}
+
 // readAllInto is io.ReadAll into b's spare capacity.
 func readAllInto(b []byte, r io.Reader) ([]byte, error) {
 	for {

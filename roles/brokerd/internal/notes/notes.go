@@ -118,7 +118,7 @@ func Open(notesDir, indexDir string) (s *Store, rebuilt bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
-	if b, err := os.ReadFile(s.indexPath()); err == nil {
+	if b, err := readIndexFile(s.indexPath()); err == nil {
 		if x, err := parseIndex(b); err == nil && x.matches(files) {
 			s.x = x
 			return s, false, nil
