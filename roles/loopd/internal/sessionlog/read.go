@@ -60,7 +60,7 @@ func TornPath(path string) string { return strings.TrimSuffix(path, ".jsonl") + 
 // LogRecord, except lines the .torn file lists with their exact length and
 // hash. A final line without a newline is returned as Torn, not as damage.
 func Read(path string) (*Log, error) {
-	data, err := os.ReadFile(path)
+	data, err := readOwn(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, ErrNotFound
 	}
@@ -119,7 +119,7 @@ func Recover(path string, t Torn) error {
 // final line (a crash while recording) is ignored: the log's line is then
 // still torn, and Recover records it again.
 func readTorn(path string) (map[int]Torn, error) {
-	data, err := os.ReadFile(path)
+	data, err := readOwn(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

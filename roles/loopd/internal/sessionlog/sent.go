@@ -52,7 +52,7 @@ type SentWriter struct {
 
 // OpenSent opens the .sent file of the log at path for appending (0600).
 func OpenSent(path string) (*SentWriter, error) {
-	f, err := os.OpenFile(SentPath(path), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := openOwn(SentPath(path), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("sessionlog: %w", err)
 	}
@@ -74,7 +74,7 @@ func (w *SentWriter) Close() error { return w.f.Close() }
 // there is none. A torn final entry is ignored: it describes a request the
 // log may not have finished, and the one before it is still true.
 func LastSent(path string) (*Sent, error) {
-	data, err := os.ReadFile(SentPath(path))
+	data, err := readOwn(SentPath(path))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

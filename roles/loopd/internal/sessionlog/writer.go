@@ -64,8 +64,8 @@ type Writer struct {
 // OpenWriter opens path for appending, creating it (0600) if needed; a new
 // file's directory is synced so the file survives a crash.
 func OpenWriter(path string) (*Writer, error) {
-	_, statErr := os.Stat(path)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	_, statErr := os.Lstat(path)
+	f, err := openOwn(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("sessionlog: %w", err)
 	}
