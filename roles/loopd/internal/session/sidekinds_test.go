@@ -132,3 +132,53 @@ func TestCoreFileKinds(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionDirKinds: the O_NOFOLLOW opens of a session's files guard
+// only the last name, so the session's own directory, which loopd makes
+// with mkdir, must not be a link either (issue 29, class 1): a link there
+// (here to the session's real directory, moved aside) would have every
+// read and append go through it, a dangling one would read as "no such
+// session". Each is refused, naming the
+// directory with the runbook line, and nothing is written through it.
+func TestSessionDirKinds(t *testing.T) {
+	regular := func(t *testing.T, at string) {
+		if err := os.WriteFile(at, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kinds := []struct {
+		name string
+		make func(t *testing.T, at string) // nil: a link to the moved directory
+	}{{"link to the session's directory", nil}, plantKinds[0], plantKinds[4], {"regular file", regular}}
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			e := newEnv(t, fakellama.Options{Script: fakellama.Queue(text("Hello."), text("Again."))}, nil)
+			id := sessionOf(t, e.say(nil, "hi"))
+			e.mgr.Close()
+			dir := sessionlog.Dir(e.home, id)
+			moved := filepath.Join(filepath.Dir(e.home), "moved")
+			if err := os.Rename(dir, moved); err != nil {
+				t.Fatal(err)
+			}
+			if k.make == nil {
+				mustSymlink(t, moved, dir)
+			} else {
+				k.make(t, dir)
+			}
+			log := filepath.Join(moved, "0.jsonl")
+			before, err := os.ReadFile(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.restart()
+			evs := within(t, func() []wire.TurnEvent { return e.say(&id, "hello again") })
+			f, ok := evs[len(evs)-1].(wire.TurnFailed)
+			if !ok || !strings.Contains(f.Message, dir) || !strings.Contains(f.Message, "see docs/runbook.md#session-log-damaged") {
+				t.Fatalf("with a %s at %s the turn ended %#v; want a refusal naming it", k.name, dir, evs[len(evs)-1])
+			}
+			if after, _ := os.ReadFile(log); string(after) != string(before) {
+				t.Fatalf("the log was written through the link:\n%s\nwas\n%s", after, before)
+			}
+		})
+	}
+}
