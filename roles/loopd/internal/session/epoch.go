@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"boxmaker/roles/loopd/internal/llama"
@@ -52,7 +54,7 @@ func (e *CoreError) Unwrap() error { return e.Err }
 
 // ReadCore reads memory/core.md, which must be UTF-8 text.
 func ReadCore(home string) (string, error) {
-	b, err := os.ReadFile(CorePath(home))
+	b, err := readRegular(CorePath(home))
 	if err != nil {
 		return "", &CoreError{err}
 	}
@@ -151,4 +153,26 @@ func (s *Session) summarise(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("the model's summary of epoch %d was empty", s.epoch)
 	}
 	return summary, nil
+}
+
+// readRegular reads path, which must be a regular file (issue 29, class
+// 1). memory/core.md is the owner's: a link to the owner's file is
+// followed on purpose, but the open does not block (a FIFO would stall
+// every session's start until a writer came) and the fstat refuses a
+// directory, FIFO or device before anything is read (a link to /dev/null
+// would read as an empty core, one to /dev/zero without end).
+func readRegular(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, sessionlog.Kind(st.Mode()))
+	}
+	return io.ReadAll(f)
 }

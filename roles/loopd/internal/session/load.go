@@ -87,6 +87,13 @@ func (s *Session) load(ctx context.Context) error {
 
 // epochs lists the epoch numbers that have a log, in order.
 func (s *Session) epochs() ([]wire.Epoch, error) {
+	err := sessionlog.CheckDir(s.cfg.Home, s.id)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s", ErrNoSession, s.id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read session %s: %w", s.id, err)
+	}
 	entries, err := os.ReadDir(sessionlog.Dir(s.cfg.Home, s.id))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s", ErrNoSession, s.id)

@@ -34,12 +34,21 @@ func openOwn(path string, flag int, perm fs.FileMode) (*os.File, error) {
 		// O_WRONLY|O_NONBLOCK on a FIFO with no reader.
 		return nil, fmt.Errorf("%s is not a regular file; %s", path, seeDamaged)
 	}
+	if errors.Is(err, syscall.EISDIR) {
+		// O_WRONLY on a directory.
+		return nil, fmt.Errorf("%s is not a regular file (a directory); %s", path, seeDamaged)
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		// Only "no such name" goes back bare: the caller makes it "no log"
+		// or "nothing listed". Anything else refuses, and says where to look.
+		return nil, fmt.Errorf("%w; %s", err, seeDamaged)
+	}
 	if err != nil {
 		return nil, err
 	}
 	st, err := f.Stat()
 	if err == nil && !st.Mode().IsRegular() {
-		err = fmt.Errorf("%s is not a regular file (%s); %s", path, st.Mode().Type(), seeDamaged)
+		err = fmt.Errorf("%s is not a regular file (%s); %s", path, Kind(st.Mode()), seeDamaged)
 	}
 	if err != nil {
 		f.Close()
@@ -56,4 +65,21 @@ func readOwn(path string) ([]byte, error) {
 	}
 	defer f.Close()
 	return io.ReadAll(f)
+}
+
+// Kind names what a file that is not a regular file is, in words.
+func Kind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "mode " + m.Type().String()
 }

@@ -29,6 +29,24 @@ func Dir(home string, id wire.SessionID) string {
 	return filepath.Join(home, "sessions", id.String())
 }
 
+// CheckDir checks that the directory of session id is a directory, not a
+// link to one (issue 29, class 1): the opens of its files refuse a link
+// only at the last name, so a link here would have them all read and
+// append elsewhere. Only "no such name" is fs.ErrNotExist. (sessions/
+// itself may be a link the operator made, to keep sessions on another
+// disk: loopd makes it only if it is missing.)
+func CheckDir(home string, id wire.SessionID) error {
+	dir := Dir(home, id)
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory loopd made (it is %s); %s", dir, Kind(fi.Mode()), seeDamaged)
+	}
+	return nil
+}
+
 // Path is the log file of epoch of session id.
 func Path(home string, id wire.SessionID, epoch wire.Epoch) string {
 	return filepath.Join(Dir(home, id), strconv.FormatUint(uint64(epoch), 10)+".jsonl")
