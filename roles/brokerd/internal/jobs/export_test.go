@@ -1,7 +1,7 @@
 package jobs
 
 import (
-	"os"
+	"io/fs"
 	"time"
 )
 
@@ -31,10 +31,10 @@ func ReadStateChecked(path string) (map[string]time.Time, error) {
 	return out, nil
 }
 
-// SetStateReadError makes opening the state file fail with err until the
+// SetStateReadError makes reading the state file fail with err until the
 // returned func is called.
 func SetStateReadError(err error) (restore func()) {
-	old := openState
-	openState = func(string) (*os.File, error) { return nil, err }
-	return func() { openState = old }
+	old := readStateBytes
+	readStateBytes = func(path string) ([]byte, error) { return nil, &fs.PathError{Op: "open", Path: path, Err: err} }
+	return func() { readStateBytes = old }
 }

@@ -5,14 +5,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 
+	"boxmaker/roles/brokerd/internal/ownfile"
 	"boxmaker/runbook"
 	"boxmaker/wire"
 )
@@ -32,7 +31,12 @@ var instanceID = regexp.MustCompile(`^[0-9a-f]{32}$`)
 // and returns the scope label's value.
 func instanceScope(dir string) (string, error) {
 	path := filepath.Join(dir, instanceFile)
-	b, err := readInstanceFile(path)
+	// ownfile (issue 29, class 1): only "no such name" makes a new id. A
+	// dangling link would make a new id and orphan this brokerd's
+	// containers, a link to another brokerd's file would adopt its scope
+	// and let cleanup remove its running calls, and a FIFO would stall the
+	// start.
+	b, err := ownfile.Read(path, 64)
 	if errors.Is(err, fs.ErrNotExist) {
 		var raw [16]byte
 		if _, err := rand.Read(raw[:]); err != nil {
@@ -78,29 +82,4 @@ func (r *Runtime) containerFor(tool string) container {
 // whose each one is.
 func callLabel(session wire.SessionID, call wire.CallID) string {
 	return fmt.Sprintf("%s/%d", session, call)
-}
-
-// readInstanceFile reads the instance id without following a link and only
-// from a regular file (issue 29, class 1). Only "no such name" is
-// fs.ErrNotExist: a dangling link would make a new id and orphan this
-// brokerd's containers, a link to another brokerd's file would adopt its
-// scope and let cleanup remove its running calls, and a FIFO would stall
-// the start.
-func readInstanceFile(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
-	if errors.Is(err, syscall.ELOOP) {
-		return nil, fmt.Errorf("%s is a symbolic link, not the file brokerd writes", path)
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s)", path, st.Mode().Type())
-	}
-	return io.ReadAll(io.LimitReader(f, 64))
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"boxmaker/policy"
+	"boxmaker/roles/brokerd/internal/ownfile"
 	"boxmaker/wire"
 )
 
@@ -122,55 +123,9 @@ func (s *Store) Write(id wire.SessionID, st policy.State) error {
 // 50 bytes, and a larger one is damaged.
 const stateFileMax = 512
 
-// readFile reads a state file with plain system calls: every call reads
-// its session's file, and most sessions have none, so the common case is
-// one failed open, without os.ReadFile's wrapping and stat.
-//
-// Only "no such name" is fs.ErrNotExist (issue 29, class 1): the open does
-// not follow a link, so a dangling link is an error (ELOOP), not a missing
-// file that reads as private and trusted, and a link to some other file is
-// not read as this one; a directory, FIFO or device is refused by the
-// fstat, before any read could block or mislead.
-func readFile(path string) ([]byte, error) {
-	var fd int
-	var err error
-	for {
-		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_NOCTTY, 0)
-		if err != syscall.EINTR {
-			break
-		}
-	}
-	if err == syscall.ELOOP {
-		return nil, fmt.Errorf("%s is a symbolic link, not the file brokerd writes", path)
-	}
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
-	}
-	defer syscall.Close(fd)
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil {
-		return nil, &fs.PathError{Op: "fstat", Path: path, Err: err}
-	}
-	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return nil, fmt.Errorf("%s is not a regular file (mode %#o)", path, st.Mode&syscall.S_IFMT)
-	}
-	buf := make([]byte, stateFileMax+1)
-	n := 0
-	for n < len(buf) {
-		k, err := syscall.Read(fd, buf[n:])
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
-		}
-		if k == 0 {
-			return buf[:n], nil
-		}
-		n += k
-	}
-	return nil, fmt.Errorf("%s: larger than %d bytes", path, stateFileMax)
-}
+// readFile reads a state file: ownfile.Read, so that a dangling link, a
+// link elsewhere, a directory or a FIFO is refused, never "no file".
+func readFile(path string) ([]byte, error) { return ownfile.Read(path, stateFileMax) }
 
 // writeSynced makes path anew and writes data to it, synced. Whatever was
 // left at the name (a crash's temporary file, or a link planted there) is
