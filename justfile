@@ -92,3 +92,10 @@ bench-notes:
           END { x = v["BenchmarkRebuild", "x-read"]; c = v["BenchmarkRebuild", "x-read-cpu"]; r = v["BenchmarkRebuild", "ns/op"]; n = v["BenchmarkReadNotes", "ns/op"]; p = v["BenchmarkSearch", "p50-ms"]; \
             if (x == "" || r == "" || n == "" || p == "") { print "bench-notes: a benchmark did not report" > "/dev/stderr"; exit 1 } \
             printf "rebuild/read ratio: %.2f (CPU time: %.2f; rebuild %.0f ms, read alone %.0f ms)\nsearch p50: %s ms\nsearch p95: %s ms\n", x, c, r / 1e6, n / 1e6, p, v["BenchmarkSearch", "p95-ms"] }'
+
+# Issue 26: one tool call's stages on broker.sock (read_file and shell
+# "true"), each as a share of the call, and their p50s as ratios to a bare
+# "runc run" of a prepared bundle measured in the same run, interleaved (as
+# root; the target is at most 2).
+bench-calls:
+    go test -run='^$' -bench='^BenchmarkCallStages$' -benchtime=1x ./roles/brokerd/internal/podman

@@ -13,6 +13,7 @@ import (
 	"boxmaker/policy"
 	"boxmaker/roles/brokerd/internal/approvals"
 	"boxmaker/roles/brokerd/internal/runner"
+	"boxmaker/roles/brokerd/internal/stages"
 	"boxmaker/roles/brokerd/internal/state"
 	"boxmaker/wire"
 )
@@ -99,6 +100,7 @@ func (b *Broker) Handle(ctx context.Context, req wire.ToolRequest, c Client) wir
 		unlock()
 		return b.auditFailed(err)
 	}
+	stages.Mark(ctx, "decision")
 	switch d.Outcome().(type) {
 	case wire.OutcomeAllowed:
 		defer unlock()
@@ -226,10 +228,12 @@ func (b *Broker) run(ctx context.Context, req wire.ToolRequest, seq uint64, d po
 			return wire.FailedResponse{Message: Unrecorded}
 		}
 	}
+	stages.Mark(ctx, "state")
 	if _, err := b.Audit.Append(resultEvent(req, seq, res, policy.State{Taint: max(after.Taint, floor), Untrusted: after.Untrusted})); err != nil {
 		b.auditFailed(err)
 		return wire.FailedResponse{Message: Unrecorded}
 	}
+	stages.Mark(ctx, "result")
 	return res.Response
 }
 

@@ -34,7 +34,7 @@ type brokerd struct {
 	log                           *syncbuf.Buffer // everything brokerd logged
 }
 
-func startBrokerd(t testing.TB) *brokerd {
+func startBrokerd(t testing.TB, opts ...func(*serve.Options)) *brokerd {
 	t.Helper()
 	// Its own service: the cleanup below removes every container with
 	// brokerd's label on the service it is given.
@@ -65,7 +65,11 @@ func startBrokerd(t testing.TB) *brokerd {
 		}
 	}
 	b.socket = cfg.Sockets.Broker
-	if b.srv, err = serve.Start(serve.Options{Config: cfg, Runtime: rt, Stderr: io.MultiWriter(testWriter{t}, b.log)}); err != nil {
+	o := serve.Options{Config: cfg, Runtime: rt, Stderr: io.MultiWriter(testWriter{t}, b.log)}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if b.srv, err = serve.Start(o); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -31,6 +31,7 @@ import (
 
 	"boxmaker/roles/brokerd/internal/egress"
 	"boxmaker/roles/brokerd/internal/runner"
+	"boxmaker/roles/brokerd/internal/stages"
 	"boxmaker/runbook"
 )
 
@@ -139,6 +140,7 @@ func (r *Runtime) Run(ctx context.Context, s *runner.RunSpec) (runner.Output, er
 		return runner.Output{}, err
 	}
 	defer sec.close()
+	stages.Mark(ctx, "sources")
 	c := r.containerFor(s.Tool().String())
 	c.call, c.mounts = callLabel(s.Call()), s.Mounts()
 	c.secretFile = sec != nil && sec.use.File
@@ -200,6 +202,7 @@ func (r *Runtime) run(ctx context.Context, c container, req request) (ans answer
 	if err != nil {
 		return answer{}, err
 	}
+	stages.Mark(ctx, "connect")
 	created, err := containers.CreateWithSpec(conn, specFor(r.cfg, c), nil)
 	if err != nil {
 		// The service may have created it all the same (a timeout cut the
@@ -212,6 +215,7 @@ func (r *Runtime) run(ctx context.Context, c container, req request) (ans answer
 		}
 		return answer{}, unavailable("cannot create the tool container", err)
 	}
+	stages.Mark(ctx, "create")
 	out := newAnswerBuffer(req.answerLimit())
 	attached := make(chan error, 1)
 	ready := make(chan bool, 1)
@@ -237,12 +241,14 @@ func (r *Runtime) run(ctx context.Context, c container, req request) (ans answer
 	case <-runCtx.Done():
 		return answer{}, r.stopped(ctx, timeout)
 	}
+	stages.Mark(ctx, "attach")
 	if err := containers.Start(conn, created.ID, nil); err != nil {
 		if runCtx.Err() != nil {
 			return answer{}, r.stopped(ctx, timeout)
 		}
 		return answer{}, unavailable("cannot start the tool container", err)
 	}
+	stages.Mark(ctx, "start")
 	select {
 	case <-out.done:
 	case err := <-attached:
@@ -255,9 +261,11 @@ func (r *Runtime) run(ctx context.Context, c container, req request) (ans answer
 	} else if bytes.IndexByte(b, '\n') < 0 {
 		return answer{}, runner.Failed(r.why(conn, created.ID, errNoAnswer))
 	}
+	stages.Mark(ctx, "answer")
 	if err := removed(); err != nil {
 		return answer{}, err
 	}
+	stages.Mark(ctx, "remove")
 	b, over := out.bytes()
 	if over {
 		return answer{}, runner.Failed(fmt.Sprintf("the tool's answer was longer than %d bytes and was cut off", out.limit))

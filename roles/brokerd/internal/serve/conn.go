@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"boxmaker/roles/brokerd/internal/admin"
+	"boxmaker/roles/brokerd/internal/stages"
 	"boxmaker/runbook"
 	"boxmaker/wire"
 )
@@ -127,6 +128,11 @@ func answer(conn net.Conn, frames []wire.Envelope) {
 
 // tool answers a tool request on broker.sock.
 func (s *Server) tool(ctx context.Context, conn net.Conn, id uint64, req wire.ToolRequest) {
+	if s.stages != nil {
+		clock := stages.Start()
+		ctx = stages.With(ctx, clock)
+		defer func() { stages.Mark(ctx, "reply"); s.stages(clock) }()
+	}
 	c := &loopdConn{conn: conn, id: id, gone: make(chan struct{})}
 	resp := s.broker.Handle(ctx, req, c)
 	c.stopWatching()

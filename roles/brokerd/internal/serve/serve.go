@@ -26,6 +26,7 @@ import (
 	"boxmaker/roles/brokerd/internal/jobrun"
 	"boxmaker/roles/brokerd/internal/jobs"
 	"boxmaker/roles/brokerd/internal/runner"
+	"boxmaker/roles/brokerd/internal/stages"
 	"boxmaker/roles/brokerd/internal/state"
 	"boxmaker/runbook"
 	"boxmaker/unixsock"
@@ -62,6 +63,10 @@ type Options struct {
 	Gateway GatewayTiming
 	// JobsClock is the job scheduler's clock (jobs.RealClock when nil).
 	JobsClock jobs.Clock
+	// Stages, when set, times every tool request on broker.sock: it is
+	// given each one's clock once the answer is sent (the benchmarks of
+	// issue 26).
+	Stages func(*stages.Clock)
 }
 
 // GatewayTiming are the gateway client's intervals, for tests.
@@ -72,6 +77,7 @@ type GatewayTiming struct {
 // Server is a running brokerd.
 type Server struct {
 	broker         *broker.Broker
+	stages         func(*stages.Clock) // Options.Stages
 	admin          *admin.Admin
 	gateway        *gateway.Client // nil without [sockets] gateway
 	audit          *audit.Writer
@@ -122,7 +128,7 @@ func Start(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{audit: w, stderr: o.Stderr, requestTimeout: o.RequestTimeout}
+	s := &Server{audit: w, stderr: o.Stderr, requestTimeout: o.RequestTimeout, stages: o.Stages}
 	if s.requestTimeout == 0 {
 		s.requestTimeout = time.Duration(cfg.Sockets.RequestTimeoutMs) * time.Millisecond
 	}
