@@ -136,6 +136,8 @@ func failure(t testing.TB, res runner.Result) string {
 // leftovers lists this process's containers on the service.
 func leftovers(t testing.TB, r *Runtime) []string {
 	t.Helper()
+	// Removals after the call (removeLater) are not leftovers: wait for them.
+	r.Close()
 	conn, err := r.connect(context.Background())
 	if err != nil {
 		t.Fatal(err)

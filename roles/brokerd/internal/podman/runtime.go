@@ -4,8 +4,10 @@
 // RunSpec's mounts and nothing else of the host, no network (an http_fetch
 // gets its own egress proxy's socket), a read-only root, no capabilities,
 // an unprivileged user and limits on time, memory, tasks, open files and
-// output; it is removed after the call whatever happens, before the call
-// returns.
+// output. The call returns only once nothing it started still runs: once
+// its container is removed, or once its toolkit, the init of the
+// container's PID namespace, is seen to exit on its own (exit.go), in
+// which case the removal follows the call.
 //
 // The bindings are built with the tags in docs/decisions.md ("Podman build
 // tags"); the justfile sets them for every go command.
@@ -56,6 +58,9 @@ type Runtime struct {
 	checked func()
 	// secrets is where the values of grants' secrets are read (secret.go).
 	secrets atomic.Pointer[func(name string) ([]byte, error)]
+	// removing counts the removals still running after their calls
+	// (removeLater); Close waits for them.
+	removing sync.WaitGroup
 }
 
 // removeTimeout bounds removing one container, after its call is over.
@@ -115,9 +120,12 @@ func (r *Runtime) protectedPaths() []string {
 	return nil
 }
 
-// Close has nothing to wait for: every run removes its container before
-// it returns.
-func (r *Runtime) Close() error { return nil }
+// Close waits for the removals of containers whose calls are over
+// (removeLater); each is bounded by removeTimeout.
+func (r *Runtime) Close() error {
+	r.removing.Wait()
+	return nil
+}
 
 // Run runs one call. A RunSpec that runner.Run did not build is refused.
 func (r *Runtime) Run(ctx context.Context, s *runner.RunSpec) (runner.Output, error) {
@@ -189,11 +197,13 @@ func (r *Runtime) Run(ctx context.Context, s *runner.RunSpec) (runner.Output, er
 // run creates the container, attaches to it before starting it, sends the
 // request and reads the answer line. It does not wait for Podman's exit
 // status (Podman 4.3 reports it hundreds of milliseconds after the process
-// ends, and the answer does not need it), but it returns only once the
-// container is removed, whatever happened: brokerd writes the session
-// state after Run returns, and nothing the call started may still run
-// then. The answer is checked (parseAnswer) over everything the container
-// wrote, up to its removal.
+// ends, and the answer does not need it), but it returns only once
+// nothing the call started still runs, whatever happened: brokerd writes
+// the session state after Run returns. After an answer that is when the
+// toolkit's exit is seen through a pidfd and the output has ended
+// (endedAlone; the container is removed after the call); on every other
+// path, when the container is removed. The answer is checked (parseAnswer)
+// over everything the container wrote.
 func (r *Runtime) run(ctx context.Context, c container, req request) (ans answer, err error) {
 	timeout := time.Duration(r.cfg.TimeoutMS) * time.Millisecond
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
@@ -225,10 +235,14 @@ func (r *Runtime) run(ctx context.Context, c container, req request) (ans answer
 		attached <- containers.Attach(conn, created.ID, bytes.NewReader(req.line), out, nil, ready, nil)
 	}()
 	// Remove whatever happens below, once (the answer path removes before
-	// it parses); a container that cannot be removed withholds the result.
+	// it parses, unless the toolkit's exit proved nothing of the call still
+	// runs); a container that cannot be removed withholds the result.
 	removed := sync.OnceValue(func() error { return r.removeNow(conn, created.ID, attached) })
+	later := false
 	defer func() {
-		if rerr := removed(); rerr != nil {
+		if later {
+			r.removeLater(conn, created.ID)
+		} else if rerr := removed(); rerr != nil {
 			ans, err = answer{}, rerr
 		}
 	}()
@@ -249,6 +263,8 @@ func (r *Runtime) run(ctx context.Context, c container, req request) (ans answer
 		return answer{}, unavailable("cannot start the tool container", err)
 	}
 	stages.Mark(ctx, "start")
+	pid := make(chan int, 1)
+	go func() { pid <- initPid(conn, created.ID) }()
 	select {
 	case <-out.done:
 	case err := <-attached:
@@ -262,10 +278,12 @@ func (r *Runtime) run(ctx context.Context, c container, req request) (ans answer
 		return answer{}, runner.Failed(r.why(conn, created.ID, errNoAnswer))
 	}
 	stages.Mark(ctx, "answer")
-	if err := removed(); err != nil {
-		return answer{}, err
+	if later = r.endedAlone(runCtx, pid, attached); !later {
+		if err := removed(); err != nil {
+			return answer{}, err
+		}
 	}
-	stages.Mark(ctx, "remove")
+	stages.Mark(ctx, "end")
 	b, over := out.bytes()
 	if over {
 		return answer{}, runner.Failed(fmt.Sprintf("the tool's answer was longer than %d bytes and was cut off", out.limit))
