@@ -139,7 +139,9 @@ func (r *Runtime) endedAlone(ctx context.Context, pid <-chan int, attached chan 
 // result has gone out by then, and need not be withheld: what withholding
 // guarded against, a process of the call still running, is ruled out.
 func (r *Runtime) removeLater(conn context.Context, id string) {
+	r.removingMu.Lock()
 	r.removing.Add(1)
+	r.removingMu.Unlock()
 	go func() {
 		defer r.removing.Done()
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(conn), removeTimeout)

@@ -59,8 +59,10 @@ type Runtime struct {
 	// secrets is where the values of grants' secrets are read (secret.go).
 	secrets atomic.Pointer[func(name string) ([]byte, error)]
 	// removing counts the removals still running after their calls
-	// (removeLater); Close waits for them.
-	removing sync.WaitGroup
+	// (removeLater); Close waits for them. removingMu orders each Add
+	// before or after a Wait, never during one (sync.WaitGroup's rule).
+	removing   sync.WaitGroup
+	removingMu sync.Mutex
 }
 
 // removeTimeout bounds removing one container, after its call is over.
@@ -123,6 +125,8 @@ func (r *Runtime) protectedPaths() []string {
 // Close waits for the removals of containers whose calls are over
 // (removeLater); each is bounded by removeTimeout.
 func (r *Runtime) Close() error {
+	r.removingMu.Lock()
+	defer r.removingMu.Unlock()
 	r.removing.Wait()
 	return nil
 }
