@@ -77,7 +77,8 @@ type Output struct {
 
 // Runtime runs one spec. It returns an *Error for a tool that failed or
 // could not run. Run returns only once nothing the run started is still
-// running (the Podman runtime: its container is removed): brokerd writes
+// running (the Podman runtime: its container is removed, or its toolkit, the
+// init of its PID namespace, is seen to exit): brokerd writes
 // the session state after Run returns (M3a §5, "Write order"), and
 // nothing of the call may race that write or outlive the call.
 type Runtime interface {
