@@ -20,8 +20,9 @@ import (
 //
 //	just bench, or go test -run '^$' -bench ReadFile ./roles/brokerd/internal/podman
 //
-// Each run's time includes removing its container: Run returns only once
-// the container is gone (the session state is written after it).
+// Each run's time ends once nothing of the call runs: when its toolkit
+// is seen to exit (exit.go; the removal follows the call) or, on every
+// other path, when its container is removed.
 func BenchmarkReadFile(b *testing.B) {
 	r := testRuntime(b, nil)
 	dir := hostDir(b, false, map[string]string{"a.md": "hello\n"})

@@ -14,6 +14,7 @@ import (
 type Clock struct {
 	start time.Time
 	mu    sync.Mutex
+	last  time.Time // the latest mark, or start
 	marks []Span
 }
 
@@ -25,7 +26,10 @@ type Span struct {
 }
 
 // Start starts a clock now.
-func Start() *Clock { return &Clock{start: time.Now()} }
+func Start() *Clock {
+	now := time.Now()
+	return &Clock{start: now, last: now}
+}
 
 type key struct{}
 
@@ -41,11 +45,8 @@ func Mark(ctx context.Context, stage string) {
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	at := c.start
-	for _, s := range c.marks {
-		at = at.Add(s.Took)
-	}
-	c.marks = append(c.marks, Span{Stage: stage, Took: now.Sub(at)})
+	c.marks = append(c.marks, Span{Stage: stage, Took: now.Sub(c.last)})
+	c.last = now
 }
 
 // Spans are the stages marked so far, in order.
