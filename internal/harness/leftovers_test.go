@@ -63,6 +63,10 @@ func TestLeftoversAreSeen(t *testing.T) {
 	if n, err := h.Leftovers(); err != nil || n != 1 {
 		t.Fatalf("a leftover container: counted %d, %v", n, err)
 	}
+	// Created, not initialised: not one made ahead for a call to come.
+	if n, err := h.LeftoversOfCalls(); err != nil || n != 1 {
+		t.Fatalf("a leftover container, while brokerd runs: counted %d, %v", n, err)
+	}
 	stopped = true
 	if err := h.Stop(); err == nil || !strings.Contains(err.Error(), "removed 1 container(s) left behind") {
 		t.Fatalf("Stop: %v", err)

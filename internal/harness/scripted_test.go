@@ -43,15 +43,16 @@ func TestScriptedCheck(t *testing.T) {
 	noLeftovers(t, h)
 }
 
-// noLeftovers fails unless every container brokerd made is gone. brokerd
-// removes a call's container just after answering, so one may take a
-// moment; one still there after 10 s is left behind.
+// noLeftovers fails unless every container brokerd made for a call is
+// gone (those made ahead for calls to come may wait: LeftoversOfCalls).
+// brokerd removes a call's container just after answering, so one may take
+// a moment; one still there after 10 s is left behind.
 func noLeftovers(t *testing.T, h *harness.Harness) {
 	t.Helper()
 	var n int
 	var err error
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if n, err = h.Leftovers(); err == nil && n == 0 {
+		if n, err = h.LeftoversOfCalls(); err == nil && n == 0 {
 			return
 		}
 	}

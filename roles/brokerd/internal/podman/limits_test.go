@@ -39,7 +39,7 @@ func noLeftovers(t *testing.T, r *Runtime) {
 // failed; this shows the values).
 func TestLimitsAreSeenInside(t *testing.T) {
 	r := testRuntime(t, func(c *Config) { c.MemoryBytes, c.Pids, c.NoFile = 96<<20, 40, 100 })
-	ans, err := r.run(context.Background(), r.containerFor("probe"), probeRequest())
+	ans, err := r.run(context.Background(), r.containerFor("probe"), probeRequest(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

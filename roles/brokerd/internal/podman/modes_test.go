@@ -80,7 +80,7 @@ func modeRuntime(tb testing.TB, socket, profile string, edit func(*Config)) *Run
 // enforced.
 func unenforced(tb testing.TB, r *Runtime) []string {
 	tb.Helper()
-	ans, err := r.run(context.Background(), r.containerFor("probe"), probeRequest())
+	ans, err := r.run(context.Background(), r.containerFor("probe"), probeRequest(), "")
 	if err != nil || ans.Status != "result" {
 		tb.Fatalf("probe: %v %+v", err, ans)
 	}
@@ -141,7 +141,7 @@ func TestToolModes(t *testing.T) {
 			// Without accept_unenforced, the same probe refuses to start.
 			r := &Runtime{cfg: m.r.cfg, log: testLog{t}}
 			r.cfg.AcceptUnenforced = nil
-			ans, _ := m.r.run(context.Background(), m.r.containerFor("probe"), probeRequest())
+			ans, _ := m.r.run(context.Background(), m.r.containerFor("probe"), probeRequest(), "")
 			if err := r.judge(parseProbe(ans.Text)); err == nil || !strings.Contains(err.Error(), got[0]+" is ") {
 				t.Errorf("%s without accept_unenforced: %v, want a refusal naming %s", m.name, err, got[0])
 			}

@@ -19,7 +19,7 @@ var ErrLimits = errors.New("podman: a tool container does not hold the configure
 // brokerd does not believe a limit it cannot see enforced (rootless Podman
 // on cgroup v1 ignores memory and process limits with only a warning).
 func (r *Runtime) CheckLimits(ctx context.Context) error {
-	ans, err := r.run(ctx, r.containerFor("probe"), probeRequest())
+	ans, err := r.run(ctx, r.containerFor("probe"), probeRequest(), "")
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,9 @@
 // output. The call returns only once nothing it started still runs: once
 // its container is removed, or once its toolkit, the init of the
 // container's PID namespace, is seen to exit on its own (exit.go), in
-// which case the removal follows the call.
+// which case the removal follows the call. A call like one before it (the
+// same tool, the same mount sources, no secret, no egress) starts a
+// container made for it after that call, never run until then (ahead.go).
 //
 // The bindings are built with the tags in docs/decisions.md ("Podman build
 // tags"); the justfile sets them for every go command.
@@ -30,6 +32,7 @@ import (
 	"github.com/containers/podman/v5/libpod/define"
 	"github.com/containers/podman/v5/pkg/bindings"
 	"github.com/containers/podman/v5/pkg/bindings/containers"
+	"github.com/containers/podman/v5/pkg/domain/entities/types"
 
 	"boxmaker/roles/brokerd/internal/egress"
 	"boxmaker/roles/brokerd/internal/runner"
@@ -63,6 +66,10 @@ type Runtime struct {
 	// before or after a Wait, never during one (sync.WaitGroup's rule).
 	removing   sync.WaitGroup
 	removingMu sync.Mutex
+	// ahead holds containers made for calls to come (ahead.go); aheadOff,
+	// set by tests, makes none.
+	ahead    aheadPool
+	aheadOff atomic.Bool
 }
 
 // removeTimeout bounds removing one container, after its call is over.
@@ -103,6 +110,9 @@ func newRuntime(ctx context.Context, cfg Config, log io.Writer, scope, seccomp, 
 	if err := r.CheckLimits(ctx); err != nil {
 		return nil, err
 	}
+	// The probe's container is gone before brokerd serves: a leftover
+	// cleanup run now must not find it.
+	r.waitRemovals()
 	return r, nil
 }
 
@@ -122,13 +132,20 @@ func (r *Runtime) protectedPaths() []string {
 	return nil
 }
 
-// Close waits for the removals of containers whose calls are over
-// (removeLater); each is bounded by removeTimeout.
+// Close removes the containers made ahead and waits for the removals of
+// containers whose calls are over (removeLater); each is bounded by
+// removeTimeout.
 func (r *Runtime) Close() error {
+	r.closeAhead()
+	r.waitRemovals()
+	return nil
+}
+
+// waitRemovals waits for the removals under way (removeLater).
+func (r *Runtime) waitRemovals() {
 	r.removingMu.Lock()
 	defer r.removingMu.Unlock()
 	r.removing.Wait()
-	return nil
 }
 
 // Run runs one call. A RunSpec that runner.Run did not build is refused.
@@ -174,7 +191,7 @@ func (r *Runtime) Run(ctx context.Context, s *runner.RunSpec) (runner.Output, er
 	}
 	// A file delivery's request line holds the value (base64).
 	defer clear(req.line)
-	ans, err := r.run(ctx, c, req)
+	ans, err := r.runAhead(ctx, c, req, held, s)
 	if err != nil {
 		// A failure's message may quote what the tool printed.
 		var re *runner.Error
@@ -198,6 +215,30 @@ func (r *Runtime) Run(ctx context.Context, s *runner.RunSpec) (runner.Output, er
 	return runner.Output{Content: sec.redactText(ans.Text), Truncated: ans.Truncated}, nil
 }
 
+// runAhead runs the call in the container made ahead for it, if there is
+// one (ahead.go), or else in one it creates; once a call like it has
+// answered, it has the next one's container made.
+func (r *Runtime) runAhead(ctx context.Context, c container, req request, held heldSources, s *runner.RunSpec) (answer, error) {
+	key, byKey := r.aheadKey(c)
+	if !byKey {
+		return r.run(ctx, c, req, "")
+	}
+	ids := held.sourceIDs()
+	ans, err := r.run(ctx, c, req, r.takeAhead(ctx, key, ids))
+	var unusable *aheadUnusable
+	if errors.As(err, &unusable) {
+		// It never ran; the call goes on in a container of its own.
+		fmt.Fprintf(r.log, "podman: cannot attach to the tool container made ahead (%v); making another\n", unusable.err)
+		ans, err = r.run(ctx, c, req, "")
+	}
+	// Only after an answer: a call that failed (a mount refused, a
+	// time limit) says nothing of the next.
+	if err == nil && ans.Status == "result" {
+		r.makeAhead(key, c, ids, s)
+	}
+	return ans, err
+}
+
 // run creates the container, attaches to it before starting it, sends the
 // request and reads the answer line. It does not wait for Podman's exit
 // status (Podman 4.3 reports it hundreds of milliseconds after the process
@@ -208,7 +249,11 @@ func (r *Runtime) Run(ctx context.Context, s *runner.RunSpec) (runner.Output, er
 // (endedAlone; the container is removed after the call); on every other
 // path, when the container is removed. The answer is checked (parseAnswer)
 // over everything the container wrote.
-func (r *Runtime) run(ctx context.Context, c container, req request) (ans answer, err error) {
+//
+// madeAhead is a container made ahead for this call (ahead.go), or "" to
+// create one. Such a container that cannot be attached to is an
+// *aheadUnusable error: it was never started, so nothing of the call ran.
+func (r *Runtime) run(ctx context.Context, c container, req request, madeAhead string) (ans answer, err error) {
 	timeout := time.Duration(r.cfg.TimeoutMS) * time.Millisecond
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -217,7 +262,7 @@ func (r *Runtime) run(ctx context.Context, c container, req request) (ans answer
 		return answer{}, err
 	}
 	stages.Mark(ctx, "connect")
-	created, err := containers.CreateWithSpec(conn, specFor(r.cfg, c), nil)
+	created, err := r.create(conn, c, madeAhead)
 	if err != nil {
 		// The service may have created it all the same (a timeout cut the
 		// answer short): remove it by name. It was never started, so
@@ -255,6 +300,9 @@ func (r *Runtime) run(ctx context.Context, c container, req request) (ans answer
 	case <-ready:
 	case err := <-attached:
 		attached <- err // for removeNow
+		if madeAhead != "" {
+			return answer{}, &aheadUnusable{err}
+		}
 		return answer{}, unavailable("cannot attach to the tool container", err)
 	case <-runCtx.Done():
 		return answer{}, r.stopped(ctx, timeout)
@@ -264,6 +312,7 @@ func (r *Runtime) run(ctx context.Context, c container, req request) (ans answer
 		if runCtx.Err() != nil {
 			return answer{}, r.stopped(ctx, timeout)
 		}
+		// Never tried again: the start may have happened all the same.
 		return answer{}, unavailable("cannot start the tool container", err)
 	}
 	stages.Mark(ctx, "start")
@@ -297,6 +346,21 @@ func (r *Runtime) run(ctx context.Context, c container, req request) (ans answer
 		return answer{}, runner.Failed(fmt.Sprintf("the tool's answer was refused (%v); nothing of it is used", err))
 	}
 	return ans, nil
+}
+
+// create creates c's container, or takes ready's, made ahead.
+func (r *Runtime) create(conn context.Context, c container, ready string) (types.ContainerCreateResponse, error) {
+	if ready != "" {
+		return types.ContainerCreateResponse{ID: ready}, nil
+	}
+	return containers.CreateWithSpec(conn, specFor(r.cfg, c), nil)
+}
+
+// aheadUnusable is a container made ahead that could not be attached to.
+type aheadUnusable struct{ err error }
+
+func (e *aheadUnusable) Error() string {
+	return "the container made ahead is unusable: " + e.err.Error()
 }
 
 // stopped is the error for a run past its time, or cut short by brokerd
