@@ -45,10 +45,21 @@ func BenchmarkTurn(b *testing.B) {
 			}
 		}
 	}
-	var allowed, denied []time.Duration
+	// Back to back, as the stand-in model allows; then spaced, each turn
+	// after a pause that stands in for a real model's time, in which
+	// brokerd's work after a call (the container's removal, the next
+	// one's container made ahead) is done.
+	var allowed, denied, allowedSpaced, deniedSpaced []time.Duration
 	for b.Loop() {
 		allowed = append(allowed, turn("List the scratch folder."))
 		denied = append(denied, turn("Fetch a web page for me."))
+	}
+	b.StopTimer()
+	for range len(allowed) {
+		time.Sleep(thinkTime)
+		allowedSpaced = append(allowedSpaced, turn("List the scratch folder."))
+		time.Sleep(thinkTime)
+		deniedSpaced = append(deniedSpaced, turn("Fetch a web page for me."))
 	}
 	// The model's part of a denied turn: its two requests, sent straight
 	// to the stand-in model with a body of the same shape.
@@ -66,7 +77,15 @@ func BenchmarkTurn(b *testing.B) {
 	b.ReportMetric(float64(m.Microseconds())/1000, "model-ms/p50")
 	b.ReportMetric(float64(d)/float64(a), "denied/allowed")
 	b.ReportMetric(float64(d-m)/float64(a), "outside-share")
+	as, ds := median(allowedSpaced), median(deniedSpaced)
+	b.ReportMetric(float64(as.Microseconds())/1000, "allowed-spaced-ms/p50")
+	b.ReportMetric(float64(ds.Microseconds())/1000, "denied-spaced-ms/p50")
+	b.ReportMetric(float64(ds-m)/float64(as), "outside-share-spaced")
 }
+
+// thinkTime is the pause before each spaced turn: far less than a real
+// model takes, and more than brokerd's work after a call.
+const thinkTime = 300 * time.Millisecond
 
 // modelRequest sends one streamed chat request like loopd's (three tools,
 // a system prompt, a user message) and reads the stream to its end.
