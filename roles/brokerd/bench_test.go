@@ -203,15 +203,35 @@ func BenchmarkDeniedRoundTrip(b *testing.B) {
 // denied requests at once. ratio is requests per second over the bare
 // loop's fsyncs per second (target above 4): group commit shares one fsync
 // among the records that arrive while one is under way.
+//
+// floor-ratio is issue 26's measure (target at least 0.9): brokerd's
+// requests per second over the floor server's (BenchmarkFloorThroughput32),
+// which takes a turn of as many requests after each of brokerd's, in the
+// same run; the median over turns.
 func BenchmarkDeniedThroughput32(b *testing.B) {
-	throughput(b, startBench(b, map[string]string{"deny.toml": denyGrant}))
+	bb := startBench(b, map[string]string{"deny.toml": denyGrant})
+	floor := *bb
+	floor.target = startFloor(b, bb)
+	var floorRates []float64
+	throughputAfter(b, bb, func(k int) float64 {
+		rate := float64(k) / clientsTurn(b, &floor, k).Seconds()
+		floorRates = append(floorRates, rate)
+		return rate
+	})
+	b.ReportMetric(median(floorRates), "floor-req/s")
 }
+
+const clients = 32
 
 // throughput runs the 32 clients against bb.target in turns with the bare
 // fsync loop, and reports req/s and their ratio to the loop's fsyncs/s.
-func throughput(b *testing.B, bb *bench) {
-	const clients = 32
-	var ratios, fsyncRates []float64
+func throughput(b *testing.B, bb *bench) { throughputAfter(b, bb, nil) }
+
+// throughputAfter is throughput; when after is set, each turn is followed
+// by after(k), untimed, whose requests per second the turn's are also
+// compared with (floor-ratio).
+func throughputAfter(b *testing.B, bb *bench, after func(k int) float64) {
+	var ratios, fsyncRates, floorRatios []float64
 	var total time.Duration
 	b.ResetTimer()
 	for turn := range turns {
@@ -220,26 +240,42 @@ func throughput(b *testing.B, bb *bench) {
 		fsyncRates = append(fsyncRates, fsyncRate)
 		b.StartTimer()
 		k := b.N/turns + btoi(turn < b.N%turns)
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		t0 := time.Now()
-		for i := range clients {
-			wg.Go(func() {
-				for next.Add(1) <= int64(k) {
-					bb.roundTrip(b, i)
-				}
-			})
-		}
-		wg.Wait()
-		d := time.Since(t0)
+		d := clientsTurn(b, bb, k)
 		total += d
-		if k > 0 {
-			ratios = append(ratios, float64(k)/d.Seconds()/fsyncRate)
+		if k == 0 {
+			continue
+		}
+		rate := float64(k) / d.Seconds()
+		ratios = append(ratios, rate/fsyncRate)
+		if after != nil {
+			b.StopTimer()
+			floorRatios = append(floorRatios, rate/after(k))
+			b.StartTimer()
 		}
 	}
 	b.ReportMetric(float64(b.N)/total.Seconds(), "req/s")
 	b.ReportMetric(median(fsyncRates), "fsync/s")
 	b.ReportMetric(median(ratios), "ratio")
+	if len(floorRatios) > 0 {
+		b.ReportMetric(median(floorRatios), "floor-ratio")
+	}
+}
+
+// clientsTurn makes k requests from the 32 clients at once against
+// bb.target and returns how long they took.
+func clientsTurn(b *testing.B, bb *bench, k int) time.Duration {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for i := range clients {
+		wg.Go(func() {
+			for next.Add(1) <= int64(k) {
+				bb.roundTrip(b, i)
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(t0)
 }
 
 // BenchmarkDeniedRoundTripNoSync is the round trip with the audit log's
