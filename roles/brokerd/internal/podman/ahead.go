@@ -48,10 +48,13 @@ type ahead struct {
 	key  string
 	ids  []objID // the mount sources as the call before it checked them
 	done chan struct{}
-	// Set before done is closed.
+	// Set, under the pool's lock, as done is closed.
 	id   string          // "" if it could not be made
 	conn context.Context // its connection to the service, for its removal
 	made time.Time
+	// abandoned, under the pool's lock: taken out of the pool before it
+	// was made, and to be removed by its maker.
+	abandoned bool
 }
 
 // aheadPool holds the containers made ahead, at most one per key.
@@ -103,15 +106,19 @@ func (r *Runtime) takeAhead(ctx context.Context, key string, ids []objID) string
 	if a == nil {
 		return ""
 	}
+	if ctx.Err() != nil {
+		r.abandon(a)
+		return ""
+	}
 	wait := time.NewTimer(aheadWait)
 	defer wait.Stop()
 	select {
 	case <-a.done:
 	case <-wait.C:
-		go func() { <-a.done; r.dropAhead(a) }()
+		r.abandon(a)
 		return ""
 	case <-ctx.Done():
-		go func() { <-a.done; r.dropAhead(a) }()
+		r.abandon(a)
 		return ""
 	}
 	if a.id == "" {
@@ -150,17 +157,26 @@ func (r *Runtime) makeAhead(key string, c container, ids []objID, s *runner.RunS
 		}
 		a := p.byKey[oldest]
 		delete(p.byKey, oldest)
-		go func() { <-a.done; r.dropAhead(a) }()
+		r.abandonLocked(a)
 	}
 	a := &ahead{key: key, ids: ids, done: make(chan struct{})}
 	p.byKey[key] = a
 	p.making.Go(func() {
-		defer close(a.done)
-		a.id, a.conn = r.makeContainer(c)
-		a.made = time.Now()
-		if a.id != "" && !r.sourcesAre(s, ids) {
-			r.removeLater(a.conn, a.id)
-			a.id = ""
+		id, conn := r.makeContainer(c)
+		if id != "" && !r.sourcesAre(s, ids) {
+			r.removeLater(conn, id)
+			id = ""
+		}
+		p.mu.Lock()
+		a.id, a.conn, a.made = id, conn, time.Now()
+		close(a.done)
+		abandoned := a.abandoned
+		p.mu.Unlock()
+		// Inside making, so that Close, which waits for making before
+		// it waits for the removals, never misses this one.
+		if abandoned {
+			r.dropAhead(a)
+			return
 		}
 		// Nothing is kept that no call can use.
 		time.AfterFunc(aheadMaxAge, func() { r.expireAhead(a) })
@@ -189,6 +205,24 @@ func (r *Runtime) sourcesAre(s *runner.RunSpec, ids []objID) bool {
 	}
 	defer held.Close()
 	return slices.Equal(held.sourceIDs(), ids)
+}
+
+// abandon gives up a, taken from the pool: removed now if it is made,
+// else by its maker once it is.
+func (r *Runtime) abandon(a *ahead) {
+	r.ahead.mu.Lock()
+	defer r.ahead.mu.Unlock()
+	r.abandonLocked(a)
+}
+
+// abandonLocked is abandon with the pool's lock held.
+func (r *Runtime) abandonLocked(a *ahead) {
+	select {
+	case <-a.done:
+		r.dropAhead(a)
+	default:
+		a.abandoned = true
+	}
 }
 
 // madeBefore orders containers by when they were asked for: one still being

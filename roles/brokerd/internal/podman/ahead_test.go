@@ -224,3 +224,34 @@ func TestCallOutlivesItsContainerMadeAheadGone(t *testing.T) {
 		t.Errorf("after Close: %v", left)
 	}
 }
+
+// TestAbandonedContainerIsRemoved: a container given up while it is still
+// being made (its call's context ended, or it waited past aheadWait) is
+// removed by its maker once made, and Close waits for that removal.
+func TestAbandonedContainerIsRemoved(t *testing.T) {
+	r := testRuntime(t, nil)
+	dir := hostDir(t, false, nil)
+	grants := grantDir(t, map[string]string{"shell.toml": grant("shell", `paths = ["`+dir+`"]`)})
+	content(t, call(t, r, grants, "shell", `{"command":"true","cwd":"`+dir+`"}`))
+	// Straight after the call, its successor is usually still being made.
+	r.ahead.mu.Lock()
+	var a *ahead
+	for _, e := range r.ahead.byKey {
+		a = e
+	}
+	r.ahead.mu.Unlock()
+	if a == nil {
+		t.Fatal("no container is being made ahead after the call")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if id := r.takeAhead(ctx, a.key, a.ids); id != "" {
+		t.Fatalf("a cancelled call took %s", short(id))
+	}
+	if list := waiting(t, r); len(list) != 0 {
+		t.Errorf("after it was given up: %+v", list)
+	}
+	if left := leftovers(t, r); len(left) != 0 {
+		t.Errorf("after Close: %v", left)
+	}
+}

@@ -5,9 +5,10 @@ package podman
 // benchmarks call it to space calls as a chat does, where the model's
 // turn comes between them.
 func (r *Runtime) WaitQuiet() {
-	r.ahead.mu.Lock()
+	// Only between calls: a call that ended meanwhile could Add to
+	// making during the Wait. Not under the pool's lock, which each maker
+	// takes as it finishes.
 	r.ahead.making.Wait()
-	r.ahead.mu.Unlock()
 	r.waitRemovals()
 }
 
