@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -196,6 +197,13 @@ func resolveIn(p string, seen map[string]lstatResult, deniedEnds bool) (string, 
 				seen[next] = r
 			}
 		}
+		var target string
+		if r.err == nil && r.mode == syscall.S_IFLNK {
+			var err error
+			if r, target, err = readlinkFresh(next, r, seen); err != nil {
+				return "", err
+			}
+		}
 		err := r.err
 		if err == syscall.ENOENT || err == syscall.ENOTDIR || (deniedEnds && err == syscall.EACCES) {
 			return filepath.Join(next, todo), nil
@@ -210,10 +218,6 @@ func resolveIn(p string, seen map[string]lstatResult, deniedEnds bool) (string, 
 		if links++; links > maxLinks {
 			return "", fmt.Errorf("%s: too many levels of symbolic links", p)
 		}
-		target, err := os.Readlink(next)
-		if err != nil {
-			return "", err
-		}
 		if strings.HasPrefix(target, "/") {
 			done = ""
 		}
@@ -226,6 +230,37 @@ func resolveIn(p string, seen map[string]lstatResult, deniedEnds bool) (string, 
 		return "/", nil
 	}
 	return done, nil
+}
+
+// maxChanges bounds how often one component may be found changed between
+// its lstat and its readlink before the resolution gives up (fails closed).
+const maxChanges = 8
+
+// readlinkFresh reads the symlink that r (an lstat of path, perhaps kept
+// from earlier in this read of the grants) found. A host may swap the path
+// between the two calls: readlink then fails with EINVAL (no longer a link)
+// or ENOENT (gone), which says only that the path changed, not that it
+// cannot be followed. So path is looked at afresh, and what it is now is
+// resolved instead, up to maxChanges times; past that, the error stands.
+// It returns what path is now (r updated, and kept in seen) and, for a
+// link, its target.
+func readlinkFresh(path string, r lstatResult, seen map[string]lstatResult) (lstatResult, string, error) {
+	for changes := 0; ; changes++ {
+		target, err := os.Readlink(path)
+		if err == nil {
+			return r, target, nil
+		}
+		if changes == maxChanges || !(errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOENT)) {
+			return r, "", err
+		}
+		r = lstat(path)
+		if seen != nil {
+			seen[path] = r
+		}
+		if r.err != nil || r.mode != syscall.S_IFLNK {
+			return r, "", nil
+		}
+	}
 }
 
 // lstat is the type of the file at path, without following a last

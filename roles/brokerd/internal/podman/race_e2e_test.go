@@ -20,7 +20,9 @@ import (
 // it was checked (the real folder, or the one renamed there: a grant is a
 // path, and either was at it, reached without a symlink) or is refused (by
 // brokerd's check, or by the toolkit's when the swap fell between check
-// and mount); none ever reads brokerd's file.
+// and mount); none ever reads brokerd's file. The decision, which resolves
+// the grant's path too, must not take a path swapped between its lstat and
+// its readlink for an invalid grant set (a CI run on record did).
 func TestHostRacerNeverMountsProtected(t *testing.T) {
 	r := testRuntime(t, func(c *Config) { c.TimeoutMS = 20_000 })
 	base := t.TempDir()
@@ -39,7 +41,14 @@ func TestHostRacerNeverMountsProtected(t *testing.T) {
 		"read.toml":  grant("read_file", fmt.Sprintf("paths = [%q]", d)),
 	})
 	var stop atomic.Bool
-	raced := make(chan int)
+	raced := make(chan int, 1)
+	// Stopped however the test ends, before its folders are removed (the
+	// cleanups run last first).
+	t.Cleanup(func() {
+		if !stop.Swap(true) {
+			<-raced
+		}
+	})
 	go func() {
 		n := 0
 		for ; !stop.Load(); n++ {
