@@ -9,10 +9,11 @@ import (
 
 	"boxmaker/roles/brokerd/internal/config"
 	"boxmaker/roles/brokerd/internal/image"
+	"boxmaker/roles/brokerd/internal/podman"
 )
 
 type imageCmd struct {
-	Build imageBuildCmd `cmd:"" help:"Build the tool image from this machine's files, import it into the Podman service brokerd.toml names, and print its id for [podman] image."`
+	Build imageBuildCmd `cmd:"" help:"Build the tool image from this machine's files and import it into the Podman service brokerd.toml names (unless an image with the same content is there), and print its id."`
 }
 
 type imageBuildCmd struct {
@@ -33,12 +34,24 @@ func (c *imageBuildCmd) Run(e *env) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	id, err := image.Build(ctx, image.Options{Socket: cfg.Podman.Socket,
+	built, err := image.Build(ctx, image.Options{Socket: cfg.Podman.Socket,
 		Inputs: image.Inputs{Toolkit: c.Toolkit, Busybox: c.Busybox, CABundle: c.CABundle}})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(e.stdout, id)
-	fmt.Fprintf(e.stderr, "%s image build: imported %s as %s; set [podman] image = %q in %s\n", e.name, id, image.DefaultReference, id, c.Config)
+	fmt.Fprintln(e.stdout, built.ID)
+	what := "imported"
+	if built.Reused {
+		what = "found, already imported,"
+	}
+	fmt.Fprintf(e.stderr, "%s image build: %s %s (layer %s)", e.name, what, built.ID, built.Layer)
+	switch {
+	case cfg.Podman.Image == podman.AutoImage && c.Toolkit == "" && c.Busybox == image.DefaultBusybox && c.CABundle == image.DefaultCABundle:
+		fmt.Fprintf(e.stderr, "; %s has image = %q, which finds it\n", c.Config, podman.AutoImage)
+	case cfg.Podman.Image == built.ID:
+		fmt.Fprintf(e.stderr, "; %s names it already\n", c.Config)
+	default:
+		fmt.Fprintf(e.stderr, "; set [podman] image = %q in %s\n", built.ID, c.Config)
+	}
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -39,54 +38,73 @@ type Options struct {
 
 var hexID = regexp.MustCompile(`^(sha256:)?([0-9a-f]{64})$`)
 
-// Build checks the inputs, writes the layer and imports it into the
-// Podman service at opts.Socket. It returns the image's id,
-// "sha256:<64 hex>", which is what brokerd.toml's [podman] image names.
-func Build(ctx context.Context, opts Options) (string, error) {
-	if opts.Toolkit == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return "", fmt.Errorf("image: cannot find this executable to use as the toolkit: %w", err)
-		}
-		if opts.Toolkit, err = filepath.EvalSymlinks(exe); err != nil {
-			return "", fmt.Errorf("image: %w", err)
-		}
-	}
-	if opts.Busybox == "" {
-		opts.Busybox = DefaultBusybox
-	}
-	if opts.CABundle == "" {
-		opts.CABundle = DefaultCABundle
+// Built is what Build made or found.
+type Built struct {
+	ID     string // "sha256:<64 hex>", what brokerd.toml's [podman] image names
+	Layer  string // the layer's digest, "sha256:<64 hex>" (LayerDigest)
+	Reused bool   // an image with this layer was there already
+}
+
+// Build checks the inputs and, unless the Podman service at opts.Socket
+// already has a tool image with the very layer they make (Find), writes the
+// layer and imports it. Building again from the same files changes nothing.
+func Build(ctx context.Context, opts Options) (Built, error) {
+	in, err := opts.Inputs.withDefaults()
+	if err != nil {
+		return Built{}, err
 	}
 	if opts.Reference == "" {
 		opts.Reference = DefaultReference
 	}
 	for _, c := range []struct{ what, path, fix string }{
-		{"the toolkit", opts.Toolkit, "build boxmaker with CGO_ENABLED=0 (just build does)"},
-		{"busybox", opts.Busybox, "install Debian's busybox-static"},
+		{"the toolkit", in.Toolkit, "build boxmaker with CGO_ENABLED=0 (just build does)"},
+		{"busybox", in.Busybox, "install Debian's busybox-static"},
 	} {
 		if err := CheckStatic(c.path); err != nil {
-			return "", fmt.Errorf("image: %s (%s): %w; %s", c.what, c.path, err, c.fix)
+			return Built{}, fmt.Errorf("image: %s (%s): %w; %s", c.what, c.path, err, c.fix)
 		}
 	}
-	if _, err := os.Stat(opts.CABundle); err != nil {
-		return "", fmt.Errorf("image: the CA bundle: %w; install Debian's ca-certificates", err)
+	if _, err := os.Stat(in.CABundle); err != nil {
+		return Built{}, fmt.Errorf("image: the CA bundle: %w; install Debian's ca-certificates", err)
+	}
+	layer, err := LayerDigest(in)
+	if err != nil {
+		return Built{}, err
 	}
 	conn, err := bindings.NewConnection(ctx, opts.Socket)
 	if err != nil {
-		return "", fmt.Errorf("image: the Podman service at %s is not reachable: %w", opts.Socket, err)
+		return Built{}, fmt.Errorf("image: the Podman service at %s is not reachable: %w", opts.Socket, err)
 	}
+	if id, err := Find(conn, layer); err == nil {
+		return Built{ID: id, Layer: layer, Reused: true}, nil
+	} else if !errors.Is(err, ErrNotFound) {
+		return Built{}, err
+	}
+	id, err := importLayer(conn, opts.Socket, opts.Reference, in)
+	if err != nil {
+		return Built{}, err
+	}
+	// Find must find what was just made, or image = "auto" never would.
+	if got, err := layerOf(conn, id); err != nil || got != layer {
+		return Built{}, fmt.Errorf("image: Podman keeps the imported image %s with layer %q, not %s, the digest of what was sent (%v)", id, got, layer, err)
+	}
+	return Built{ID: id, Layer: layer}, nil
+}
+
+// importLayer writes the layer into the Podman service and returns the new
+// image's id.
+func importLayer(conn context.Context, socket, reference string, in Inputs) (string, error) {
 	pr, pw := io.Pipe()
 	written := make(chan error, 1)
 	// The writer goroutine ends when the layer is written or the reader
-	// is closed below; Build waits for it either way.
+	// is closed below; importLayer waits for it either way.
 	go func() {
-		err := writeLayer(pw, opts.Inputs)
+		err := writeLayer(pw, in)
 		pw.CloseWithError(err)
 		written <- err
 	}()
 	report, err := images.Import(conn, pr, new(images.ImportOptions).
-		WithReference(opts.Reference).
+		WithReference(reference).
 		WithMessage("boxmaker tool image").
 		WithChanges([]string{"LABEL " + Label + "=" + LabelValue, `ENTRYPOINT ["/bin/toolkit"]`, "WORKDIR /", "ENV PATH=/bin"}))
 	pr.CloseWithError(errors.New("image: the import ended"))
@@ -94,7 +112,7 @@ func Build(ctx context.Context, opts Options) (string, error) {
 		return "", werr
 	}
 	if err != nil {
-		return "", fmt.Errorf("image: importing into %s: %w", opts.Socket, err)
+		return "", fmt.Errorf("image: importing into %s: %w", socket, err)
 	}
 	m := hexID.FindStringSubmatch(strings.TrimSpace(report.Id))
 	if m == nil {

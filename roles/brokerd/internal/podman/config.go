@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"boxmaker/roles/brokerd/internal/image"
 )
 
 // Config is brokerd.toml's [podman] section. Zero values take the defaults
@@ -15,7 +17,7 @@ import (
 //
 //	[podman]
 //	socket = "unix:///run/podman/podman.sock"
-//	image = "sha256:…"              # printed by brokerd image build
+//	image = "auto"                  # or "sha256:…", printed by brokerd image build
 //	timeout_ms = 30000
 //	memory_bytes = 268435456
 //	pids = 64
@@ -31,9 +33,16 @@ import (
 type Config struct {
 	// Socket is the Podman service's API socket, as a unix:// URL.
 	Socket string `toml:"socket"`
-	// Image is the tool image's full id, "sha256:" and 64 hex digits.
+	// Image is the tool image's full id, "sha256:" and 64 hex digits, or
+	// "auto": the tool image whose layer is the one brokerd image build
+	// makes from ImageInputs (image.LayerDigest), found at startup.
 	// brokerd runs no other image, and refuses to start if it is missing.
 	Image string `toml:"image"`
+	// ImageInputs are the files image = "auto" expects the image made of;
+	// empty fields are this executable, /bin/busybox and the host's CA
+	// bundle, as brokerd image build takes them. Not in the file: tests
+	// set it.
+	ImageInputs image.Inputs `toml:"-"`
 	// TimeoutMS is each call's wall time, from creating its container to
 	// its answer. Past it the container is killed and the call fails.
 	TimeoutMS int64 `toml:"timeout_ms"`
@@ -165,8 +174,8 @@ func (c *Config) Check() error {
 	if path, ok := strings.CutPrefix(c.Socket, "unix://"); !ok || !strings.HasPrefix(path, "/") {
 		bad("socket must be a unix:// URL with an absolute path, like %q", DefaultSocket)
 	}
-	if c.Image != "" && !imageID.MatchString(c.Image) {
-		bad("image must be the tool image's full id, sha256: and 64 hex digits, as brokerd image build prints it")
+	if c.Image != "" && c.Image != AutoImage && !imageID.MatchString(c.Image) {
+		bad("image must be %q or the tool image's full id, sha256: and 64 hex digits, as brokerd image build prints it", AutoImage)
 	}
 	if c.TimeoutMS < 1 || c.TimeoutMS > maxTimeoutMS {
 		bad("timeout_ms must be 1 to %d", maxTimeoutMS)

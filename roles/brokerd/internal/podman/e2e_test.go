@@ -226,10 +226,21 @@ func TestImageBuildCommand(t *testing.T) {
 		code := brokerdrole.Main("brokerd", append([]string{"image", "build", "--config", conf}, args...), strings.NewReader(""), &out, &errs)
 		return code, out.String(), errs.String()
 	}
-	code, out, errs := run("--toolkit", podmantest.Toolkit(t))
+	// A CA bundle no other test builds from: the first build imports.
+	bundle := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(bundle, []byte(t.Name()+" "+time.Now().String()+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run("--toolkit", podmantest.Toolkit(t), "--ca-bundle", bundle)
 	id := strings.TrimSuffix(out, "\n")
-	if code != 0 || !strings.HasPrefix(id, "sha256:") || len(id) != 71 || !strings.Contains(errs, "set [podman] image = \""+id+"\"") {
+	if code != 0 || !strings.HasPrefix(id, "sha256:") || len(id) != 71 || !strings.Contains(errs, ": imported "+id) ||
+		!strings.Contains(errs, "set [podman] image = \""+id+"\"") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	// The same files again: the same image, found, not a second one.
+	code, out, errs = run("--toolkit", podmantest.Toolkit(t), "--ca-bundle", bundle)
+	if code != 0 || out != id+"\n" || !strings.Contains(errs, "found, already imported, "+id) {
+		t.Fatalf("a second build: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 	cfg := podman.DefaultConfig()
 	cfg.Socket, cfg.Image = socket, id

@@ -15,31 +15,57 @@ import (
 // ErrImage is what CheckImage's errors wrap.
 var ErrImage = errors.New("podman: the tool image is missing or not the configured one")
 
+// AutoImage is [podman] image's value for "the tool image made from this
+// brokerd's own files", found by its layer's digest at startup.
+const AutoImage = "auto"
+
 // CheckImage checks that the Podman service has the tool image cfg names,
 // by its full id, and that it is a boxmaker tool image. brokerd runs no
 // other image: at startup, an error here stops it, with the runbook line.
 func CheckImage(ctx context.Context, cfg Config) error {
+	_, err := ResolveImage(ctx, cfg)
+	return err
+}
+
+// ResolveImage is CheckImage, returning the image's full id: the one cfg
+// names, or for image = "auto" the newest tool image whose one layer is
+// what brokerd image build makes from cfg.ImageInputs (this executable,
+// when brokerd runs). An image built from another toolkit (the binary
+// before an upgrade) has another layer, so it is never taken.
+func ResolveImage(ctx context.Context, cfg Config) (string, error) {
 	if err := cfg.Check(); err != nil {
-		return fmt.Errorf("podman: [podman] %w", err)
+		return "", fmt.Errorf("podman: [podman] %w", err)
 	}
 	see := runbook.See("tool-image-missing")
+	build := fmt.Sprintf("build it with \"brokerd image build --config <brokerd.toml>\" and set [podman] image to %q or the id it prints", AutoImage)
 	if cfg.Image == "" {
-		return fmt.Errorf("%w: brokerd.toml names no tool image ([podman] image); build one with \"brokerd image build --config <brokerd.toml>\" and set image to the id it prints; %s", ErrImage, see)
+		return "", fmt.Errorf("%w: brokerd.toml names no tool image ([podman] image); %s; %s", ErrImage, build, see)
 	}
 	conn, err := (&Runtime{cfg: cfg}).connect(ctx)
 	if err != nil {
-		return err
+		return "", err
+	}
+	if cfg.Image == AutoImage {
+		layer, err := image.LayerDigest(cfg.ImageInputs)
+		if err != nil {
+			return "", fmt.Errorf("%w: image = %q: %v; %s", ErrImage, AutoImage, err, see)
+		}
+		id, err := image.Find(conn, layer)
+		if err != nil {
+			return "", fmt.Errorf("%w: image = %q: the Podman service at %s has no tool image made from this brokerd's files (layer %s): %v; %s; %s", ErrImage, AutoImage, cfg.Socket, layer, err, build, see)
+		}
+		return id, nil
 	}
 	hex := strings.TrimPrefix(cfg.Image, "sha256:")
 	img, err := images.GetImage(conn, hex, nil)
 	if err != nil {
-		return fmt.Errorf("%w: the Podman service at %s has no image %s (%v); build it with \"brokerd image build --config <brokerd.toml>\" and set [podman] image to the id it prints; %s", ErrImage, cfg.Socket, cfg.Image, err, see)
+		return "", fmt.Errorf("%w: the Podman service at %s has no image %s (%v); %s; %s", ErrImage, cfg.Socket, cfg.Image, err, build, see)
 	}
 	if img.ID != hex {
-		return fmt.Errorf("%w: %s names image %s, not %s; set [podman] image to the full id; %s", ErrImage, cfg.Socket, img.ID, cfg.Image, see)
+		return "", fmt.Errorf("%w: %s names image %s, not %s; set [podman] image to the full id; %s", ErrImage, cfg.Socket, img.ID, cfg.Image, see)
 	}
 	if img.Labels[image.Label] != image.LabelValue {
-		return fmt.Errorf("%w: image %s is not a boxmaker tool image (no label %s=%s); %s", ErrImage, cfg.Image, image.Label, image.LabelValue, see)
+		return "", fmt.Errorf("%w: image %s is not a boxmaker tool image (no label %s=%s); %s", ErrImage, cfg.Image, image.Label, image.LabelValue, see)
 	}
-	return nil
+	return cfg.Image, nil
 }

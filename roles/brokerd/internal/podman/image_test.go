@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -44,7 +46,7 @@ func TestCheckImage(t *testing.T) {
 		"none":       {"", "brokerd.toml names no tool image"},
 		"missing":    {"sha256:" + strings.Repeat("0", 64), "has no image sha256:0000"},
 		"not ours":   {foreign, "is not a boxmaker tool image"},
-		"short form": {"abc", "image must be the tool image's full id"},
+		"short form": {"abc", "image must be \"auto\" or the tool image's full id"},
 	} {
 		c := cfg
 		c.Image = tc.image
@@ -56,6 +58,19 @@ func TestCheckImage(t *testing.T) {
 		if name != "short form" && (!errors.Is(err, ErrImage) || !strings.HasSuffix(err.Error(), "see docs/runbook.md#tool-image-missing")) {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+	// "auto": the image made from the inputs, and no other.
+	auto := cfg
+	auto.Image, auto.ImageInputs = AutoImage, podmantest.Inputs(t)
+	if id, err := ResolveImage(context.Background(), auto); err != nil || id != cfg.Image {
+		t.Errorf("auto = %q, %v; want the test image %s", id, err, cfg.Image)
+	}
+	other := auto
+	other.ImageInputs.CABundle = writeFile(t, "another CA bundle\n")
+	err = CheckImage(context.Background(), other)
+	if err == nil || !errors.Is(err, ErrImage) || !strings.Contains(err.Error(), "no tool image made from this brokerd's files") ||
+		!strings.HasSuffix(err.Error(), "see docs/runbook.md#tool-image-missing") {
+		t.Errorf("auto, with files no image was built from: %v", err)
 	}
 	// New refuses to start without the image, so brokerd serve does too.
 	c := cfg
@@ -132,4 +147,14 @@ func TestConfigCheck(t *testing.T) {
 			t.Errorf("%+v: %v", c, err)
 		}
 	}
+}
+
+// writeFile is a new file holding body.
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

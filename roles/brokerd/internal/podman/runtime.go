@@ -103,10 +103,12 @@ func newRuntime(ctx context.Context, cfg Config, log io.Writer, scope, seccomp, 
 	if log == nil {
 		log = io.Discard
 	}
-	r := &Runtime{cfg: cfg, log: log, scope: scope, seccomp: seccomp, egressDir: egressDir}
-	if err := CheckImage(ctx, cfg); err != nil {
+	id, err := ResolveImage(ctx, cfg)
+	if err != nil {
 		return nil, err
 	}
+	cfg.Image = id // "auto" is resolved once: every call runs that image
+	r := &Runtime{cfg: cfg, log: log, scope: scope, seccomp: seccomp, egressDir: egressDir}
 	if err := r.CheckLimits(ctx); err != nil {
 		return nil, err
 	}

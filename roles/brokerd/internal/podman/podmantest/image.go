@@ -82,13 +82,20 @@ func Image(t testing.TB, socket string) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	id, err := image.Build(ctx, image.Options{Socket: socket,
-		Inputs: image.Inputs{Toolkit: built.toolkit, CABundle: built.bundle}})
+	b, err := image.Build(ctx, image.Options{Socket: socket, Inputs: Inputs(t)})
 	if err != nil {
 		t.Fatalf("podmantest: building the tool image: %v", err)
 	}
-	built.images.Store(socket, id)
-	return id
+	built.images.Store(socket, b.ID)
+	return b.ID
+}
+
+// Inputs are the files Image builds the tool image from: what a test's
+// [podman] ImageInputs names for image = "auto".
+func Inputs(t testing.TB) image.Inputs {
+	t.Helper()
+	prepare(t)
+	return image.Inputs{Toolkit: built.toolkit, CABundle: built.bundle}
 }
 
 func prepare(t testing.TB) {
