@@ -61,6 +61,7 @@ type applyCmd struct {
 	where
 	DryRun bool     `help:"Print what apply would do; change nothing."`
 	Owner  []string `help:"An existing user to add to the owner group (who may run bxctl); repeat for more."`
+	Start  bool     `help:"Then start it: reload systemd, start the tools' Podman, build the tool image as brokerd's user, set [podman] image = \"auto\", enable and start the roles, and check that each answers."`
 }
 
 func (c *applyCmd) Run(e *env) error {
@@ -69,6 +70,13 @@ func (c *applyCmd) Run(e *env) error {
 		return err
 	}
 	if err := Apply(p, ApplyOptions{DryRun: c.DryRun, Owners: c.Owner, Out: e.stdout}); err != nil {
+		fmt.Fprintln(e.stderr, err)
+		return cmdline.ExitCode(1)
+	}
+	if !c.Start {
+		return nil
+	}
+	if err := Start(p, StartOptions{DryRun: c.DryRun, Out: e.stdout}); err != nil {
 		fmt.Fprintln(e.stderr, err)
 		return cmdline.ExitCode(1)
 	}

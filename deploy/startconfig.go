@@ -1,0 +1,127 @@
+package deploy
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"syscall"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+func (p Plan) unitName(role string) string { return p.Prefix + role + ".service" }
+func (p Plan) etc(s ...string) string      { return filepath.Join(append([]string{p.Etc}, s...)...) }
+
+// seedImageLine is the image line of the seed brokerd.toml (configs.go),
+// and autoImageLine what --start makes of it.
+const (
+	seedImageLine = `image = ""`
+	autoImageLine = `image = "auto"`
+)
+
+var imageLine = regexp.MustCompile(`(?m)^image = (".*")[ \t]*$`)
+
+// setAutoImage makes the seed's `image = ""` in brokerd.toml `image =
+// "auto"`, in place (same owner, group and mode; written beside it and
+// renamed). A file that already says "auto" is left; one that names an id
+// or anything else is the owner's choice, kept and reported.
+func setAutoImage(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	m := imageLine.FindAllSubmatchIndex(data, -1)
+	if len(m) != 1 {
+		return "", fmt.Errorf("%s has %d lines `image = \"...\"` (in [podman]), not one; set image = \"auto\" there by hand", path, len(m))
+	}
+	line := bytes.TrimSpace(data[m[0][0]:m[0][1]])
+	switch string(line) {
+	case autoImageLine:
+		return ": it says so already", nil
+	case seedImageLine:
+	default:
+		return fmt.Sprintf(": left as the owner set it (%s)", line), nil
+	}
+	out := append(append(bytes.Clone(data[:m[0][0]]), autoImageLine...), data[m[0][1]:]...)
+	return "", replaceFile(path, out)
+}
+
+// replaceFile writes data over path atomically, keeping its owner, group
+// and mode.
+func replaceFile(path string, data []byte) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after the rename, nothing is there
+	if err := chownLike(tmp, fi); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(fi.Mode().Perm()); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// chownLike gives f the owner and group of fi.
+func chownLike(f *os.File, fi os.FileInfo) error {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("%s: no owner to keep", fi.Name())
+	}
+	return f.Chown(int(st.Uid), int(st.Gid))
+}
+
+// gatewayPlaceholder is the seed gatewayd.toml's URL (configs.go).
+const gatewayPlaceholder = "https://mattermost.invalid"
+
+// gatewaydUnset says why gatewayd is not to be started ("" when it may be):
+// its configuration still has the seed's placeholder URL or no owners, or
+// the bot's token file is missing or empty. gatewayd itself checks the
+// whole file when it starts.
+func gatewaydUnset(p Plan) string {
+	path := p.etc("gatewayd.toml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("%s: %v", path, err)
+	}
+	var c struct {
+		Mattermost struct {
+			URL    string   `toml:"url"`
+			Owners []string `toml:"owners"`
+		} `toml:"mattermost"`
+	}
+	if err := toml.Unmarshal(data, &c); err != nil {
+		return fmt.Sprintf("%s does not parse: %v", path, err)
+	}
+	switch {
+	case c.Mattermost.URL == "" || c.Mattermost.URL == gatewayPlaceholder:
+		return fmt.Sprintf("no Mattermost url in %s", path)
+	case len(c.Mattermost.Owners) == 0:
+		return fmt.Sprintf("no owners in %s", path)
+	}
+	token := p.etc("gatewayd.token")
+	if fi, err := os.Stat(token); err != nil || fi.Size() == 0 {
+		return fmt.Sprintf("no bot token in %s", token)
+	}
+	return ""
+}
