@@ -29,7 +29,7 @@ const treeOwner = "bxowner"
 //     0750 before boot come back 2710 with the plan's group, and every
 //     directory of the home has the plan's owner, group and mode;
 //   - systemd-analyze verify of every unit with the real users there, and
-//     systemd-analyze security live, held to maxExposure (tools: its own);
+//     systemd-analyze security live, held to exposureLimit;
 //   - inferproxy, brokerd and loopd start, each as its plan user with the
 //     plan's groups, make their sockets with the plan's mode and group, and
 //     come back after SIGKILL (Restart=on-failure, RestartSec=2s) with new
@@ -38,7 +38,7 @@ const treeOwner = "bxowner"
 //     tokens): the repository's stand-in runs as a transient unit on
 //     127.0.0.1:8080, the seed inferproxy.toml's upstream;
 //   - what cannot start there fails the expected way, and fast. Podman is
-//     not in the tree: the tools unit fails with 203/EXEC, and brokerd,
+//     removed from this test's overlay: the tools unit fails with 203/EXEC, and brokerd,
 //     ordered after it, still starts at once (without an image brokerd
 //     runs no tool, so it needs no Podman to start). With a stand-in for
 //     Podman's listener (systemd-socket-activate, through a drop-in) the
@@ -53,11 +53,17 @@ func TestUnitsUnderBootedSystemd(t *testing.T) {
 	bin := buildStatic(t)
 	built := time.Now()
 	root := overlay(t, tree)
+	// This test checks what happens without Podman (the tree has it, for
+	// TestStartUnderBootedSystemd): removed from this overlay alone.
+	if err := os.Remove(filepath.Join(root, "usr/bin/podman")); err != nil {
+		t.Fatal(err)
+	}
 	plan := New(Default())
 	installAndApply(t, root, bin, plan)
 	w := &world{t: t, root: root, plan: plan,
 		users: readIDs(t, filepath.Join(root, "etc/passwd")), groups: readIDs(t, filepath.Join(root, "etc/group"))}
 	w.prepareHome()
+	w.maskRootPodman()
 	prepared := time.Now()
 	w.c = boot(t, root)
 	booted := time.Now()
@@ -193,7 +199,7 @@ func (w *world) want(mode, owner, group string) string {
 }
 
 // verifyInside runs systemd-analyze verify on every unit in the booted
-// system. Only the tools unit's Podman may be missing: it is not in the tree.
+// system. Only the tools unit's Podman may be missing: it is removed from this overlay.
 func (w *world) verifyInside() {
 	for _, u := range w.plan.Units {
 		out, err := w.c.combined("systemd-analyze", "verify", "--man=no", filepath.Join(w.plan.UnitDir, u.Name))
@@ -217,10 +223,7 @@ func (w *world) scoreInside() {
 			continue
 		}
 		score, _ := strconv.ParseFloat(m[1], 64)
-		limit := maxExposure
-		if u.Role == "tools" {
-			limit = maxToolsExposure
-		}
+		limit := exposureLimit(u.Role)
 		scores = append(scores, fmt.Sprintf("%s %.1f", u.Role, score))
 		if score > limit {
 			w.t.Errorf("%s: live exposure %.1f, over %.1f:\n%s", u.Name, score, limit, keepFailing(out))

@@ -105,7 +105,8 @@ type container struct {
 // --private-network: the container's 127.0.0.1:8080 (the stand-in model)
 // is its own, whatever the host listens on, and nothing inside reaches
 // the host's network.
-func boot(t *testing.T, root string) *container {
+// extra are more nspawn options.
+func boot(t *testing.T, root string, extra ...string) *container {
 	t.Helper()
 	c := &container{t: t, root: root, name: fmt.Sprintf("bxboot%d", os.Getpid()), log: filepath.Join(filepath.Dir(root), "console.log"),
 		done: make(chan struct{})}
@@ -114,7 +115,8 @@ func boot(t *testing.T, root string) *container {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	c.cmd = exec.Command("systemd-nspawn", "-D", root, "-b", "--register=no", "--keep-unit", "--console=read-only", "--private-network", "--machine="+c.name)
+	c.cmd = exec.Command("systemd-nspawn", append([]string{"-D", root, "-b", "--register=no", "--keep-unit", "--console=read-only",
+		"--private-network", "--machine=" + c.name}, extra...)...)
 	c.cmd.Stdout, c.cmd.Stderr = logf, logf
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := c.cmd.Start(); err != nil {

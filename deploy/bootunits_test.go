@@ -111,7 +111,7 @@ func (w *world) pathOf(path string) Path {
 }
 
 // startBrokerdWithoutPodman: brokerd Wants= and is After= the tools unit,
-// whose Podman is not in the tree. The tools unit must fail at once
+// whose Podman is removed from the overlay. The tools unit must fail at once
 // (203/EXEC), not hold brokerd's start: its ExecStartPost= waited for
 // Podman's socket until TimeoutStartSec= (90 s) before it checked that
 // Podman still ran.

@@ -3,6 +3,8 @@ package deploy
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
 	"boxmaker/cmdline"
 	"boxmaker/runbook"
@@ -68,6 +70,25 @@ func (c *applyCmd) Run(e *env) error {
 	p, err := c.plan()
 	if err != nil {
 		return err
+	}
+	if c.DryRun || os.Geteuid() == 0 { // else Apply says that it must be root
+		var line string
+		self, err := os.Executable()
+		if err == nil {
+			line, err = installSelf(p, self, c.DryRun)
+		} else if _, serr := os.Stat(filepath.Join(p.Bin, "boxmaker")); serr == nil {
+			err = nil // no /proc (a chroot): boxmaker is installed, leave it be
+		} else {
+			err = fmt.Errorf("deploy apply: cannot tell which file this executable is (%v), to install it as %s; install it there by hand; %s",
+				err, filepath.Join(p.Bin, "boxmaker"), runbook.See("deploy-failed"))
+		}
+		if line != "" {
+			fmt.Fprintln(e.stdout, line)
+		}
+		if err != nil {
+			fmt.Fprintln(e.stderr, err)
+			return cmdline.ExitCode(1)
+		}
 	}
 	if err := Apply(p, ApplyOptions{DryRun: c.DryRun, Owners: c.Owner, Out: e.stdout}); err != nil {
 		fmt.Fprintln(e.stderr, err)

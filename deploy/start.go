@@ -97,6 +97,9 @@ func (s *starter) steps() []startStep {
 		{"set [podman] image = \"auto\" in " + s.p.etc("brokerd.toml"), "", func() (string, error) {
 			return setAutoImage(s.p.etc("brokerd.toml"))
 		}},
+		{"make sure the core memory exists (loopd starts no session without it)", "", func() (string, error) {
+			return firstCoreMemory(s.p)
+		}},
 	}
 	for _, role := range startRoles {
 		unit := s.p.unitName(role)

@@ -81,6 +81,12 @@ func startPlan(t *testing.T) Plan {
 	if err := os.MkdirAll(p.Etc, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.MkdirAll(filepath.Join(p.Home, "memory"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p.Home, "memory", "core.md"), []byte("core\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
 	b := &builder{p: p}
 	for _, role := range []string{"brokerd", "gatewayd"} {
 		if err := os.WriteFile(plan.etc(role+".toml"), []byte(b.config(role)), 0o640); err != nil {
@@ -114,6 +120,7 @@ func TestStartBringsUpTheRoles(t *testing.T) {
 		"ok: start boxmaker-tools.service (rootless Podman for the tool containers)",
 		"ok: build the tool image as boxmaker-brokerd: sha256:abc (built)",
 		`ok: set [podman] image = "auto" in ` + conf,
+		"ok: make sure the core memory exists (loopd starts no session without it): " + p.Home + "/memory/core.md is there, the owner's",
 		"ok: enable and start boxmaker-inferproxy.service",
 		"ok: enable and start boxmaker-brokerd.service",
 		"ok: enable and start boxmaker-loopd.service",
@@ -224,7 +231,7 @@ func TestStartDryRun(t *testing.T) {
 	p := startPlan(t)
 	f := &fakeSystem{t: t, p: p}
 	out, err := runStart(t, f, true)
-	if err != nil || len(f.ran) != 0 || strings.Count(out, "would ") != 9 || !strings.HasPrefix(out, "would reload systemd's units") {
+	if err != nil || len(f.ran) != 0 || strings.Count(out, "would ") != 10 || !strings.HasPrefix(out, "would reload systemd's units") {
 		t.Errorf("%v, ran %v:\n%s", err, f.ran, out)
 	}
 }
@@ -256,5 +263,34 @@ func TestSetAutoImage(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, ".*")); len(left) != 0 {
 		t.Errorf("left behind: %v", left)
+	}
+}
+
+// TestFirstCoreMemory: a missing core memory is written empty with the
+// plan's owner, group and mode; one that exists is never touched.
+func TestFirstCoreMemory(t *testing.T) {
+	p := startPlan(t)
+	core := filepath.Join(p.Home, "memory", "core.md")
+	if err := os.Remove(core); err != nil {
+		t.Fatal(err)
+	}
+	for i := range p.Paths {
+		if p.Paths[i].Path == core {
+			p.Paths[i].Group = "root" // a group this machine has
+		}
+	}
+	said, err := firstCoreMemory(p)
+	fi, serr := os.Stat(core)
+	if err != nil || serr != nil || fi.Size() != 0 || fi.Mode().Perm() != 0o640 || !strings.Contains(said, "wrote an empty "+core+" (root:root 0640)") {
+		t.Fatalf("%q, %v; %v %v", said, err, fi, serr)
+	}
+	if err := os.WriteFile(core, []byte("mine\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if said, err := firstCoreMemory(p); err != nil || !strings.HasSuffix(said, "is there, the owner's") {
+		t.Errorf("%q, %v", said, err)
+	}
+	if b, _ := os.ReadFile(core); string(b) != "mine\n" {
+		t.Errorf("the owner's core memory became %q", b)
 	}
 }

@@ -2,10 +2,13 @@ package deploy
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"syscall"
 
 	"github.com/pelletier/go-toml/v2"
@@ -89,6 +92,44 @@ func chownLike(f *os.File, fi os.FileInfo) error {
 		return fmt.Errorf("%s: no owner to keep", fi.Name())
 	}
 	return f.Chown(int(st.Uid), int(st.Gid))
+}
+
+// firstCoreMemory writes an empty core memory with the plan's owner, group
+// and mode when there is none; one that exists is the owner's and is left.
+func firstCoreMemory(p Plan) (string, error) {
+	path := filepath.Join(p.Home, "memory", "core.md")
+	var want Path
+	for _, q := range p.Paths {
+		if q.Path == path {
+			want = q
+		}
+	}
+	if want.Path == "" {
+		return "", fmt.Errorf("the plan has no %s", path)
+	}
+	if _, err := os.Lstat(path); err == nil {
+		return ": " + path + " is there, the owner's", nil
+	}
+	u, err := user.Lookup(want.Owner)
+	if err != nil {
+		return "", err
+	}
+	g, err := user.LookupGroup(want.Group)
+	if err != nil {
+		return "", err
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(g.Gid)
+	mode, _ := strconv.ParseUint(want.Mode, 8, 32)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", err
+	}
+	err = errors.Join(f.Chown(uid, gid), f.Chmod(os.FileMode(mode)), f.Sync(), f.Close())
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf(": wrote an empty %s (%s:%s %s); write in it, as root, what every prompt should hold", path, want.Owner, want.Group, want.Mode), nil
 }
 
 // gatewayPlaceholder is the seed gatewayd.toml's URL (configs.go).

@@ -96,7 +96,20 @@ func (b *builder) units() {
 		} else {
 			u.Exec = []string{filepath.Join(b.p.Bin, r.role), "serve", "--config", b.etc(r.role + ".toml")}
 			u.Service = append(u.Service, Setting{"Environment", "BOXMAKER_HOME=" + b.p.Home})
-			u.Service = append(u.Service, hardening...)
+			h := hardening
+			if r.role == "brokerd" {
+				// brokerd checks and holds every grant's path before the
+				// tools' Podman mounts it (the owner's folders are in
+				// /home): it must see them, and never writes there.
+				h = replaced(h, "ProtectHome", "read-only")
+				// systemd makes RestrictSUIDSGID= refuse openat2 outright
+				// (ENOSYS: seccomp cannot read the mode inside its struct),
+				// and brokerd opens every mount source with openat2's
+				// RESOLVE_NO_SYMLINKS: with it, no call could mount a folder
+				// (measured in the booted tree).
+				h = without(h, "RestrictSUIDSGID")
+			}
+			u.Service = append(u.Service, h...)
 			u.Service = append(u.Service, Setting{"ReadWritePaths", strings.Join(r.rw, " ")})
 			u.Service = append(u.Service, r.net...)
 			u.Service = append(u.Service, r.extra...)
@@ -114,7 +127,11 @@ func (b *builder) units() {
 // capability bound), and it makes user, mount and network namespaces.
 func (b *builder) toolsUnit() ([]string, []Setting) {
 	sock := b.home("run", "broker-tools", "podman.sock")
-	exec := []string{"/usr/bin/podman", "system", "service", "--time=0", "unix://" + sock}
+	// --storage-driver: with no storage.conf, Debian 12's Podman 4.3 falls
+	// back to vfs for a rootless user, which copies the image's root for
+	// every container; the kernel's own rootless overlay works there
+	// (measured in the booted tree).
+	exec := []string{"/usr/bin/podman", "--storage-driver=overlay", "system", "service", "--time=0", "unix://" + sock}
 	return exec, []Setting{
 		{"Environment", "HOME=" + b.home("tools")},
 		{"Environment", "XDG_RUNTIME_DIR=/run/" + b.name("tools")},
@@ -123,7 +140,9 @@ func (b *builder) toolsUnit() ([]string, []Setting) {
 		{"RuntimeDirectoryMode", "0700"},
 		{"WorkingDirectory", b.home("tools")},
 		{"ProtectSystem", "full"},
-		{"ProtectHome", "yes"},
+		// Not ProtectHome=: this service bind-mounts the owner's granted
+		// folders, in /home, into the containers, writable ones included
+		// (a booted test showed no grant under /home could work).
 		{"PrivateTmp", "yes"},
 		// Not ProtectKernelModules=, ProtectKernelLogs=, ProtectClock=,
 		// RestrictRealtime=, LockPersonality= or SystemCallArchitectures=:
@@ -153,6 +172,29 @@ func (b *builder) toolsUnit() ([]string, []Setting) {
 		{"CPUQuota", "200%"},
 		{"KillMode", "mixed"},
 	}
+}
+
+// replaced is settings with key's value set to value, in a new slice.
+func replaced(settings []Setting, key, value string) []Setting {
+	out := make([]Setting, len(settings))
+	for i, st := range settings {
+		if st.Key == key {
+			st.Value = value
+		}
+		out[i] = st
+	}
+	return out
+}
+
+// without is settings less key, in a new slice.
+func without(settings []Setting, key string) []Setting {
+	var out []Setting
+	for _, st := range settings {
+		if st.Key != key {
+			out = append(out, st)
+		}
+	}
+	return out
 }
 
 // Text is the unit file.

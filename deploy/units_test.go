@@ -11,13 +11,28 @@ import (
 )
 
 // maxExposure is the highest `systemd-analyze security` exposure a role's
-// unit may score (0 is best, 10 worst; "OK" ends at 4.9). The tools unit
-// (rootless Podman) is held to a looser bound: it must make namespaces and
-// run setuid newuidmap (docs/decisions.md, "Unit hardening"), so it has
-// none of the settings that imply NoNewPrivileges= (8.5 live in the booted
-// tree, 8.7 offline; it was 7.5 with six of them, and could start no
-// container).
-const maxExposure, maxToolsExposure = 1.4, 8.7
+// unit may score (0 is best, 10 worst; "OK" ends at 4.9); exposureLimit
+// loosens it for two units, each for a reason docs/decisions.md ("Unit
+// hardening") gives:
+//   - brokerd (1.6): ProtectHome=read-only, not yes (the owner's granted
+//     folders are in /home, and brokerd checks and holds each before it is
+//     mounted), and no RestrictSUIDSGID= (systemd implements it by making
+//     openat2 fail, and brokerd opens mount sources with openat2);
+//   - the tools unit (8.9): it must make namespaces, run setuid newuidmap
+//     (so none of the settings that imply NoNewPrivileges=) and mount the
+//     owner's folders (so no ProtectHome=). It was 7.5 with those settings,
+//     and could start no container.
+const maxExposure = 1.4
+
+func exposureLimit(role string) float64 {
+	switch role {
+	case "brokerd":
+		return 1.6
+	case "tools":
+		return 8.9
+	}
+	return maxExposure
+}
 
 var exposure = regexp.MustCompile(`Overall exposure level for \S+: ([0-9.]+)`)
 
@@ -65,10 +80,7 @@ func TestUnitsVerifyAndScore(t *testing.T) {
 			continue
 		}
 		score, _ := strconv.ParseFloat(string(m[1]), 64)
-		limit := maxExposure
-		if u.Role == "tools" {
-			limit = maxToolsExposure
-		}
+		limit := exposureLimit(u.Role)
 		t.Logf("%s: exposure %.1f", u.Name, score)
 		if score > limit {
 			t.Errorf("%s: exposure %.1f, over %.1f:\n%s", u.Name, score, limit, keepFailing(string(out)))
