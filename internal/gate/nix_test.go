@@ -141,7 +141,7 @@ in {
 	}
 	for _, c := range []struct{ name, got, want string }{
 		{"loopd's command", got.Loopd, "/nix/store/x-boxmaker/bin/loopd serve --config /etc/boxmaker/loopd.toml"},
-		{"tools' command", got.Tools, "/nix/store/y-podman/bin/podman system service --time=0 unix:///var/lib/boxmaker/run/broker-tools/podman.sock"},
+		{"tools' command", got.Tools, "/nix/store/y-podman/bin/podman --storage-driver=overlay system service --time=0 unix:///var/lib/boxmaker/run/broker-tools/podman.sock"},
 		{"the token", strings.Join(got.Token, ","), "mattermost-token:/var/keys/token"},
 		{"brokerd's secrets", strings.Join(got.Secrets, ","), "api-key:/var/keys/api"},
 		{"the owner group", strings.Join(got.Owner, ","), "alice"},
