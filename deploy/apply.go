@@ -26,6 +26,9 @@ type ApplyOptions struct {
 	Owners []string
 	// Out receives one line per change (or planned change) and the summary.
 	Out io.Writer
+	// Self is the running executable, symlinks followed: installed as
+	// <Bin>/boxmaker when nothing is there. Empty: never installed.
+	Self string
 	// Etc is where /etc/passwd's neighbours live: subuid and subgid
 	// ("/etc" unless a test says otherwise).
 	SysEtc string

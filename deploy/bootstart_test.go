@@ -66,7 +66,7 @@ func TestStartUnderBootedSystemd(t *testing.T) {
 	if err := syscall.Unmount(proc, 0); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(applied, "install /opt/build/boxmaker as "+plan.Bin+"/boxmaker (root's, 0755)\n") || !strings.HasSuffix(applied, "changes made") {
+	if !strings.Contains(applied, "\ninstall /opt/build/boxmaker as "+plan.Bin+"/boxmaker (root's, 0755)\n") || !strings.HasSuffix(applied, "changes made") {
 		t.Fatalf("deploy apply from the build said:\n%s", applied)
 	}
 	w := &world{t: t, root: root, plan: plan,

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"os/user"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,10 +34,7 @@ func (a *applier) survey() (acts []action, conflicts []string) {
 	for _, u := range a.plan.Users {
 		acts = append(acts, a.surveyUser(u, conflict)...)
 	}
-	exe := filepath.Join(a.plan.Bin, "boxmaker")
-	if fi, err := os.Stat(exe); err != nil || !fi.Mode().IsRegular() {
-		conflict("%s is not installed: copy the boxmaker executable there first (install -m 0755 bin/boxmaker %s)", exe, exe)
-	}
+	acts = append(acts, a.surveyExecutable(conflict)...)
 	a.surveyPlaces(conflict)
 	for _, p := range a.plan.Paths {
 		acts = append(acts, a.surveyPath(p, conflict)...)

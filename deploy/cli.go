@@ -71,26 +71,16 @@ func (c *applyCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	if c.DryRun || os.Geteuid() == 0 { // else Apply says that it must be root
-		var line string
-		self, err := os.Executable()
-		if err == nil {
-			line, err = installSelf(p, self, c.DryRun)
-		} else if _, serr := os.Stat(filepath.Join(p.Bin, "boxmaker")); serr == nil {
-			err = nil // no /proc (a chroot): boxmaker is installed, leave it be
-		} else {
-			err = fmt.Errorf("deploy apply: cannot tell which file this executable is (%v), to install it as %s; install it there by hand; %s",
-				err, filepath.Join(p.Bin, "boxmaker"), runbook.See("deploy-failed"))
-		}
-		if line != "" {
-			fmt.Fprintln(e.stdout, line)
-		}
-		if err != nil {
-			fmt.Fprintln(e.stderr, err)
-			return cmdline.ExitCode(1)
-		}
+	// Without /proc (a chroot) this executable cannot be told: then it is
+	// not installed, and a missing <Bin>/boxmaker is a conflict.
+	self, err := os.Executable()
+	if err == nil {
+		self, err = filepath.EvalSymlinks(self)
 	}
-	if err := Apply(p, ApplyOptions{DryRun: c.DryRun, Owners: c.Owner, Out: e.stdout}); err != nil {
+	if err != nil {
+		self = ""
+	}
+	if err := Apply(p, ApplyOptions{DryRun: c.DryRun, Owners: c.Owner, Out: e.stdout, Self: self}); err != nil {
 		fmt.Fprintln(e.stderr, err)
 		return cmdline.ExitCode(1)
 	}

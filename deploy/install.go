@@ -8,48 +8,38 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-
-	"boxmaker/runbook"
 )
 
-// installSelf puts the running executable at <Bin>/boxmaker, where the
-// role links and the units point, when nothing is there: so that `sudo
-// bin/boxmaker deploy apply --start` from a fresh build is the whole
-// install. The same bytes there already change nothing. Another build
-// there is refused: replacing the binary of a running deployment is an
-// upgrade, which must restart the roles in order. It returns the line to
-// print ("" when nothing was done); dry only says what it would do.
-func installSelf(p Plan, self string, dry bool) (string, error) {
-	dst := filepath.Join(p.Bin, "boxmaker")
-	src, err := filepath.EvalSymlinks(self)
-	if err != nil {
-		return "", fmt.Errorf("deploy apply: this executable: %w", err)
+// surveyExecutable is the survey of <Bin>/boxmaker, where the role links
+// and the units point. Missing, it is an action when ApplyOptions.Self
+// names the running executable (so that `sudo bin/boxmaker deploy apply
+// --start` from a fresh build is the whole install), a conflict otherwise.
+// The same bytes there already change nothing. Another build there is a
+// conflict: replacing the binary of a running deployment is an upgrade,
+// which must stop the roles first.
+func (a *applier) surveyExecutable(conflict func(string, ...any)) []action {
+	dst := filepath.Join(a.plan.Bin, "boxmaker")
+	fi, err := os.Lstat(dst)
+	if errors.Is(err, fs.ErrNotExist) && a.opts.Self != "" {
+		src := a.opts.Self
+		return []action{{fmt.Sprintf("install %s as %s (root's, 0755)", src, dst), func() error { return copyExecutable(src, dst) }}}
 	}
-	if real, err := filepath.EvalSymlinks(dst); err == nil && real == src {
-		return "", nil
+	if err != nil || !fi.Mode().IsRegular() {
+		conflict("%s is not installed: copy the boxmaker executable there first (install -m 0755 bin/boxmaker %s)", dst, dst)
+		return nil
 	}
-	mine, err := os.ReadFile(src)
-	if err != nil {
-		return "", fmt.Errorf("deploy apply: this executable: %w", err)
+	if a.opts.Self == "" || a.opts.Self == dst {
+		return nil
 	}
-	there, err := os.ReadFile(dst)
-	switch {
-	case err == nil && bytes.Equal(there, mine):
-		return "", nil
-	case err == nil:
-		return "", fmt.Errorf("%w: %s is another build of boxmaker than this one (%s), and nothing was changed; install this one over it by hand once the roles are stopped (`sudo systemctl stop %s*`, `sudo install -m 0755 %s %s`), or run %s deploy apply; %s",
-			ErrConflict, dst, src, p.Prefix, src, dst, dst, runbook.See("deploy-conflict"))
-	case !errors.Is(err, fs.ErrNotExist):
-		return "", fmt.Errorf("deploy apply: %w", err)
+	mine, err1 := os.ReadFile(a.opts.Self)
+	there, err2 := os.ReadFile(dst)
+	if err := errors.Join(err1, err2); err != nil {
+		conflict("%s cannot be compared with this executable: %v", dst, err)
+	} else if !bytes.Equal(mine, there) {
+		conflict("%s is another build of boxmaker than this one (%s): install this one over it by hand once the roles are stopped (`sudo systemctl stop %s*`, `sudo install -m 0755 %s %s`), or run %s deploy apply",
+			dst, a.opts.Self, a.plan.Prefix, a.opts.Self, dst, dst)
 	}
-	line := fmt.Sprintf("install %s as %s (root's, 0755)", src, dst)
-	if dry {
-		return "would " + line, nil
-	}
-	if err := copyExecutable(src, dst); err != nil {
-		return "", fmt.Errorf("deploy apply: %s: %w; %s", line, err, runbook.See("deploy-failed"))
-	}
-	return line, nil
+	return nil
 }
 
 // copyExecutable writes src to dst, 0755, by a temporary file beside dst

@@ -24,8 +24,8 @@ type StartOptions struct {
 	// Command runs a program as root and returns what it wrote to stdout
 	// and stderr. nil runs it (os/exec); tests stand in for systemd.
 	Command func(name string, args ...string) (stdout, stderr []byte, err error)
-	// Wait bounds how long a started role has to become active and open
-	// its sockets (30 s if zero).
+	// Wait bounds how long the started roles have, all together, to become
+	// active and open their sockets (30 s if zero).
 	Wait time.Duration
 }
 
@@ -57,7 +57,7 @@ func Start(p Plan, opts StartOptions) error {
 	if !opts.DryRun && os.Geteuid() != 0 {
 		return fmt.Errorf("deploy apply --start: must run as root (it starts system units); %s", runbook.See("deploy-not-root"))
 	}
-	s := &starter{p: p, opts: opts}
+	s := &starter{p: p, opts: opts, answered: map[string]bool{}}
 	steps := s.steps()
 	for _, st := range steps {
 		if opts.DryRun {
@@ -75,9 +75,10 @@ func Start(p Plan, opts StartOptions) error {
 }
 
 type starter struct {
-	p       Plan
-	opts    StartOptions
-	started []string // the roles enabled and started, in order
+	p        Plan
+	opts     StartOptions
+	started  []string        // the roles enabled and started, in order
+	answered map[string]bool // the sockets that accepted a connection
 }
 
 // startRoles are the roles --start enables, in the order their units
@@ -137,8 +138,9 @@ func (s *starter) buildImage() (string, error) {
 }
 
 // health waits until each started role's unit is active and each socket it
-// listens on accepts a connection. A unit that fails (or is restarting) on
-// the way is reported at once.
+// listens on accepts a connection. A unit found failed or stopped is reported at
+// once; one restarting after a crash (activating) when it fails for good
+// or at the deadline.
 func (s *starter) health() (string, error) {
 	deadline := time.Now().Add(s.opts.Wait)
 	for _, role := range s.started {
@@ -150,7 +152,7 @@ func (s *starter) health() (string, error) {
 			if st == "active" && err == nil {
 				break
 			}
-			if st == "failed" || time.Now().After(deadline) {
+			if st == "failed" || st == "inactive" || time.Now().After(deadline) {
 				if err == nil {
 					err = fmt.Errorf("the unit is %s", st)
 				}
@@ -163,9 +165,15 @@ func (s *starter) health() (string, error) {
 }
 
 // socketsAnswer says which of role's sockets does not accept a connection.
+// Each is dialled only until it answers once: root is no listener's peer,
+// so each connection is logged as a refused peer (docs/runbook.md
+// #peer-refused), and one line per socket is enough. (The kernel's table
+// of Unix sockets cannot replace the dial: a listener bound under a
+// temporary name and renamed is listed under that name, and loopd's are in
+// its own network namespace.)
 func (s *starter) socketsAnswer(role string) error {
 	for _, sk := range s.p.Sockets {
-		if sk.Listener != s.p.UserFor(role) {
+		if sk.Listener != s.p.UserFor(role) || s.answered[sk.Path] {
 			continue
 		}
 		c, err := net.DialTimeout("unix", sk.Path, time.Second)
@@ -173,6 +181,7 @@ func (s *starter) socketsAnswer(role string) error {
 			return fmt.Errorf("its socket %s does not answer: %w", sk.Path, err)
 		}
 		c.Close()
+		s.answered[sk.Path] = true
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -244,6 +245,8 @@ func TestSetAutoImage(t *testing.T) {
 	for _, tc := range []struct{ name, in, out, said, err string }{
 		{"seed", "[podman]\nimage = \"\"\n", "[podman]\nimage = \"auto\"\n", "", ""},
 		{"auto", "[podman]\nimage = \"auto\"\n", "[podman]\nimage = \"auto\"\n", ": it says so already", ""},
+		{"seed, a comment", "[podman]\nimage = \"\"  # c\n", "[podman]\nimage = \"auto\"  # c\n", "", ""},
+		{"auto, a comment", "[podman]\nimage = \"auto\"   # or an id\n", "[podman]\nimage = \"auto\"   # or an id\n", ": it says so already", ""},
 		{"an id", "[podman]\nimage = \"sha256:1\"\n", "[podman]\nimage = \"sha256:1\"\n", `: left as the owner set it (image = "sha256:1")`, ""},
 		{"none", "[podman]\n# image = \"\"\n", "[podman]\n# image = \"\"\n", "", "not one"},
 		{"two", "[podman]\nimage = \"\"\n[x]\nimage = \"\"\n", "[podman]\nimage = \"\"\n[x]\nimage = \"\"\n", "", "has 2 lines"},
@@ -274,14 +277,22 @@ func TestFirstCoreMemory(t *testing.T) {
 	if err := os.Remove(core); err != nil {
 		t.Fatal(err)
 	}
+	me, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	group, err := user.LookupGroupId(me.Gid)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range p.Paths {
-		if p.Paths[i].Path == core {
-			p.Paths[i].Group = "root" // a group this machine has
+		if p.Paths[i].Path == core { // an owner and group this test may give
+			p.Paths[i].Owner, p.Paths[i].Group = me.Username, group.Name
 		}
 	}
 	said, err := firstCoreMemory(p)
 	fi, serr := os.Stat(core)
-	if err != nil || serr != nil || fi.Size() != 0 || fi.Mode().Perm() != 0o640 || !strings.Contains(said, "wrote an empty "+core+" (root:root 0640)") {
+	if err != nil || serr != nil || fi.Size() != 0 || fi.Mode().Perm() != 0o640 || !strings.Contains(said, "wrote an empty "+core+" ("+me.Username+":"+group.Name+" 0640)") {
 		t.Fatalf("%q, %v; %v %v", said, err, fi, serr)
 	}
 	if err := os.WriteFile(core, []byte("mine\n"), 0o600); err != nil {

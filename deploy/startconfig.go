@@ -18,13 +18,14 @@ func (p Plan) unitName(role string) string { return p.Prefix + role + ".service"
 func (p Plan) etc(s ...string) string      { return filepath.Join(append([]string{p.Etc}, s...)...) }
 
 // seedImageLine is the image line of the seed brokerd.toml (configs.go),
-// and autoImageLine what --start makes of it.
+// and autoImageLine what --start makes of it (a comment after the value is
+// kept).
 const (
 	seedImageLine = `image = ""`
 	autoImageLine = `image = "auto"`
 )
 
-var imageLine = regexp.MustCompile(`(?m)^image = (".*")[ \t]*$`)
+var imageLine = regexp.MustCompile(`(?m)^image = ("[^"]*")[ \t]*(#.*)?$`)
 
 // setAutoImage makes the seed's `image = ""` in brokerd.toml `image =
 // "auto"`, in place (same owner, group and mode; written beside it and
@@ -39,15 +40,15 @@ func setAutoImage(path string) (string, error) {
 	if len(m) != 1 {
 		return "", fmt.Errorf("%s has %d lines `image = \"...\"` (in [podman]), not one; set image = \"auto\" there by hand", path, len(m))
 	}
-	line := bytes.TrimSpace(data[m[0][0]:m[0][1]])
-	switch string(line) {
-	case autoImageLine:
+	value := string(data[m[0][2]:m[0][3]])
+	switch value {
+	case `"auto"`:
 		return ": it says so already", nil
-	case seedImageLine:
+	case `""`:
 	default:
-		return fmt.Sprintf(": left as the owner set it (%s)", line), nil
+		return fmt.Sprintf(": left as the owner set it (image = %s)", value), nil
 	}
-	out := append(append(bytes.Clone(data[:m[0][0]]), autoImageLine...), data[m[0][1]:]...)
+	out := append(append(bytes.Clone(data[:m[0][2]]), `"auto"`...), data[m[0][3]:]...)
 	return "", replaceFile(path, out)
 }
 
@@ -120,7 +121,10 @@ func firstCoreMemory(p Plan) (string, error) {
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(g.Gid)
-	mode, _ := strconv.ParseUint(want.Mode, 8, 32)
+	mode, err := strconv.ParseUint(want.Mode, 8, 32)
+	if err != nil {
+		return "", fmt.Errorf("the plan's mode %q for %s: %w", want.Mode, path, err)
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return "", err

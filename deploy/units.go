@@ -28,7 +28,7 @@ type Setting struct {
 }
 
 // hardening every role's unit has. The tools unit (rootless Podman) cannot
-// have all of it: see toolsHardening.
+// have all of it: see toolsUnit.
 var hardening = []Setting{
 	{"NoNewPrivileges", "yes"},
 	{"ProtectSystem", "strict"},

@@ -86,7 +86,12 @@ func Build(ctx context.Context, opts Options) (Built, error) {
 	}
 	// Find must find what was just made, or image = "auto" never would.
 	if got, err := layerOf(conn, id); err != nil || got != layer {
-		return Built{}, fmt.Errorf("image: Podman keeps the imported image %s with layer %q, not %s, the digest of what was sent (%v)", id, got, layer, err)
+		why := fmt.Sprintf("layer %q", got)
+		if err != nil {
+			why = err.Error()
+		}
+		_, _ = images.Remove(conn, []string{id}, nil) // it is unusable; the error that matters is below
+		return Built{}, fmt.Errorf("image: Podman keeps the imported image %s (%s, now removed) with other than %s, the digest of what was sent", id, why, layer)
 	}
 	return Built{ID: id, Layer: layer}, nil
 }

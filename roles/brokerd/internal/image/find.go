@@ -43,9 +43,13 @@ func (in Inputs) withDefaults() (Inputs, error) {
 // LayerDigest is the digest of the layer Build would write from in, empty
 // fields filled in as Build fills them: "sha256:" and the hex SHA-256 of
 // the tar stream. The layer depends only on the files (every time in it is
-// fixed), and Podman keeps an imported tar's digest as the image's one
-// layer (its diff id), so the digest names the image's content: brokerd's
-// image = "auto" finds the image made from its own executable by it.
+// fixed), and Podman records an imported tar's digest as the image's one
+// layer (its diff id, in the image's config), so the digest names the
+// content: brokerd's image = "auto" finds the image made from its own
+// executable by it. The diff id is what the config says, not recomputed at
+// each start: whoever may use the Podman socket could load an image
+// claiming it, as they could replace any image; that socket is brokerd's
+// and root's alone.
 func LayerDigest(in Inputs) (string, error) {
 	in, err := in.withDefaults()
 	if err != nil {
