@@ -267,13 +267,27 @@ func (r *registry) attach(id uint64) (chan wire.OwnerAnswer, *wire.OwnerAnswer) 
 
 // delivered notes that the answer reached brokerd; detach notes that the
 // connection closed without it, so an answer is held for the next one.
-func (r *registry) delivered(id uint64) {
+//
+// ch is the connection's channel and ans what it passed. A write that
+// succeeded may still have gone to a connection brokerd had just closed:
+// when brokerd has asked again on another connection meanwhile, the answer
+// goes to that one too (brokerd takes the first answer it reads).
+func (r *registry) delivered(id uint64, ch chan wire.OwnerAnswer, ans wire.OwnerAnswer) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if p, ok := r.byID[id]; ok {
-		p.sent = true
-		p.deliver = nil
+	p, ok := r.byID[id]
+	if !ok {
+		return
 	}
+	p.sent = true
+	if p.deliver != nil && p.deliver != ch {
+		select {
+		case p.deliver <- ans:
+		default:
+		}
+		return
+	}
+	p.deliver = nil
 }
 
 // undelivered notes that an answer attach returned did not reach brokerd:
@@ -290,14 +304,30 @@ func (r *registry) detach(id uint64, ch chan wire.OwnerAnswer) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	p, ok := r.byID[id]
-	if !ok || p.deliver != ch {
+	if !ok {
+		return
+	}
+	var held *wire.OwnerAnswer
+	select {
+	case ans := <-ch: // given while the connection was closing, or not passed
+		held = &ans
+	default:
+	}
+	if p.deliver != ch && p.deliver != nil {
+		// brokerd asked again on another connection meanwhile: the answer
+		// this one could not pass goes to that one (its channel is empty:
+		// only the first answer is ever sent), or it would wait for ever.
+		if held != nil {
+			select {
+			case p.deliver <- *held:
+			default:
+			}
+		}
 		return
 	}
 	p.deliver = nil
-	select {
-	case ans := <-ch: // given while the connection was closing: hold it
-		p.answer = &ans
+	if held != nil { // held for brokerd's next connection
+		p.answer = held
 		p.sent = false
-	default:
 	}
 }

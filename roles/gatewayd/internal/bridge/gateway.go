@@ -268,7 +268,7 @@ func (b *Bridge) serveApproval(ctx context.Context, conn net.Conn, req wire.Appr
 			b.approvals.detach(req.Approval, deliver)
 			b.notPassed(req.Approval, err)
 		} else {
-			b.approvals.delivered(req.Approval)
+			b.approvals.delivered(req.Approval, deliver, ans)
 		}
 	case <-closed:
 		b.approvals.detach(req.Approval, deliver)
