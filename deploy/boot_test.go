@@ -113,19 +113,28 @@ func buildStatic(t *testing.T) string {
 // that the boot is the deployment's first).
 func installAndApply(t *testing.T, root, bin string, plan Plan) {
 	t.Helper()
+	copyBinaries(t, bin, filepath.Join(root, "usr/local/bin"))
+	chroot(t, root, "useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", treeOwner)
+	out := chroot(t, root, filepath.Join(plan.Bin, "boxmaker"), "deploy", "apply", "--owner", treeOwner)
+	if !strings.HasSuffix(out, "changes made") {
+		t.Fatalf("deploy apply in the tree said:\n%s", out)
+	}
+}
+
+// copyBinaries copies the built boxmaker and fakellama from bin into dir.
+func copyBinaries(t *testing.T, bin, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range []string{"boxmaker", "fakellama"} {
 		b, err := os.ReadFile(filepath.Join(bin, name))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(root, "usr/local/bin", name), b, 0o755); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o755); err != nil {
 			t.Fatal(err)
 		}
-	}
-	chroot(t, root, "useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", treeOwner)
-	out := chroot(t, root, filepath.Join(plan.Bin, "boxmaker"), "deploy", "apply", "--owner", treeOwner)
-	if !strings.HasSuffix(out, "changes made") {
-		t.Fatalf("deploy apply in the tree said:\n%s", out)
 	}
 }
 

@@ -43,18 +43,7 @@ func TestStartUnderBootedSystemd(t *testing.T) {
 	plan := New(Default())
 	// As a newcomer: the build's own boxmaker, not yet installed, makes
 	// the plan and installs itself where the units point.
-	for _, name := range []string{"boxmaker", "fakellama"} {
-		b, err := os.ReadFile(filepath.Join(bin, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Join(root, "opt/build"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(root, "opt/build", name), b, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	copyBinaries(t, bin, filepath.Join(root, "opt/build"))
 	chroot(t, root, "useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", treeOwner)
 	// With /proc, which tells boxmaker which file it is running from.
 	proc := filepath.Join(root, "proc")
@@ -110,6 +99,9 @@ func TestStartUnderBootedSystemd(t *testing.T) {
 		t.Errorf("the http_fetch turn (no grant):\n%s", denied)
 	}
 	verified := w.owner(filepath.Join(w.plan.Bin, "bxctl"), "audit", "verify")
+	if !strings.HasPrefix(verified, "audit: ok, 3 records, head ") {
+		t.Errorf("audit verify: %s", verified)
+	}
 	t.Logf("deploy apply --start:\n%s\nchat, shell:\n%s\nchat, denied:\n%s\naudit verify: %s", out, said, denied, verified)
 	chatted := time.Now()
 	off := w.c.poweroff()

@@ -42,8 +42,8 @@ func (a *applier) surveyExecutable(conflict func(string, ...any)) []action {
 	return nil
 }
 
-// copyExecutable writes src to dst, 0755, by a temporary file beside dst
-// renamed into place: dst is never half written.
+// copyExecutable writes src to dst, root's and 0755, replacing it whole
+// (replaceWith): dst is never half written.
 func copyExecutable(src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
@@ -53,25 +53,30 @@ func copyExecutable(src, dst string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(dst), ".boxmaker.*")
+	return replaceWith(dst, in, func(f *os.File) error { return f.Chmod(0o755) })
+}
+
+// replaceWith writes what r holds to path by a temporary file beside it:
+// given its owner and mode by own while open, synced, then renamed over
+// path. A failure leaves path as it was and no temporary file.
+func replaceWith(path string, r io.Reader, own func(*os.File) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name()) // after the rename, nothing is there
-	if _, err := io.Copy(tmp, in); err != nil {
-		tmp.Close()
+	_, err = io.Copy(tmp, r)
+	if err == nil {
+		err = own(tmp)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return err
 	}
-	if err := tmp.Chmod(0o755); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), dst)
+	return os.Rename(tmp.Name(), path)
 }

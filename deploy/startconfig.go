@@ -2,13 +2,11 @@ package deploy
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
-	"os/user"
 	"path/filepath"
 	"regexp"
-	"strconv"
+	"slices"
 	"syscall"
 
 	"github.com/pelletier/go-toml/v2"
@@ -16,14 +14,6 @@ import (
 
 func (p Plan) unitName(role string) string { return p.Prefix + role + ".service" }
 func (p Plan) etc(s ...string) string      { return filepath.Join(append([]string{p.Etc}, s...)...) }
-
-// seedImageLine is the image line of the seed brokerd.toml (configs.go),
-// and autoImageLine what --start makes of it (a comment after the value is
-// kept).
-const (
-	seedImageLine = `image = ""`
-	autoImageLine = `image = "auto"`
-)
 
 var imageLine = regexp.MustCompile(`(?m)^image = ("[^"]*")[ \t]*(#.*)?$`)
 
@@ -59,31 +49,12 @@ func replaceFile(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // after the rename, nothing is there
-	if err := chownLike(tmp, fi); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(fi.Mode().Perm()); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return replaceWith(path, bytes.NewReader(data), func(f *os.File) error {
+		if err := chownLike(f, fi); err != nil {
+			return err
+		}
+		return f.Chmod(fi.Mode().Perm())
+	})
 }
 
 // chownLike gives f the owner and group of fi.
@@ -96,41 +67,21 @@ func chownLike(f *os.File, fi os.FileInfo) error {
 }
 
 // firstCoreMemory writes an empty core memory with the plan's owner, group
-// and mode when there is none; one that exists is the owner's and is left.
+// and mode when there is none (applier.write, which links it into place:
+// one written meanwhile is never replaced); one that exists is the
+// owner's and is left.
 func firstCoreMemory(p Plan) (string, error) {
 	path := filepath.Join(p.Home, "memory", "core.md")
-	var want Path
-	for _, q := range p.Paths {
-		if q.Path == path {
-			want = q
-		}
-	}
-	if want.Path == "" {
+	i := slices.IndexFunc(p.Paths, func(q Path) bool { return q.Path == path })
+	if i < 0 {
 		return "", fmt.Errorf("the plan has no %s", path)
 	}
+	want := p.Paths[i]
 	if _, err := os.Lstat(path); err == nil {
 		return ": " + path + " is there, the owner's", nil
 	}
-	u, err := user.Lookup(want.Owner)
-	if err != nil {
-		return "", err
-	}
-	g, err := user.LookupGroup(want.Group)
-	if err != nil {
-		return "", err
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(g.Gid)
-	mode, err := strconv.ParseUint(want.Mode, 8, 32)
-	if err != nil {
-		return "", fmt.Errorf("the plan's mode %q for %s: %w", want.Mode, path, err)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return "", err
-	}
-	err = errors.Join(f.Chown(uid, gid), f.Chmod(os.FileMode(mode)), f.Sync(), f.Close())
-	if err != nil {
+	want.Text = ""
+	if err := (&applier{plan: p}).write(want); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf(": wrote an empty %s (%s:%s %s); write in it, as root, what every prompt should hold", path, want.Owner, want.Group, want.Mode), nil
