@@ -102,7 +102,25 @@ func TestStartUnderBootedSystemd(t *testing.T) {
 	if !strings.HasPrefix(verified, "audit: ok, 3 records, head ") {
 		t.Errorf("audit verify: %s", verified)
 	}
-	t.Logf("deploy apply --start:\n%s\nchat, shell:\n%s\nchat, denied:\n%s\naudit verify: %s", out, said, denied, verified)
+	// bxctl doctor, as the owner (brokerd's and loopd's own checks) and
+	// as root (each socket's peer rule).
+	doctor := w.owner(filepath.Join(w.plan.Bin, "bxctl"), "doctor")
+	for _, line := range []string{"ok: unit boxmaker-tools.service: active\n", "ok: brokerd tool runtime: image ",
+		"ok: brokerd grants: the grant files load with no problem\n", "ok: audit chain: 3 records, head ",
+		"ok: loopd model: answers through ", "ok: loopd brokerd: "} {
+		if !strings.Contains(doctor, line) {
+			t.Errorf("bxctl doctor as the owner printed no %q:\n%s", line, doctor)
+		}
+	}
+	if !strings.Contains(doctor, "\ndoctor: all ") || strings.Contains(doctor, "FAIL") {
+		t.Errorf("bxctl doctor as the owner:\n%s", doctor)
+	}
+	rootDoctor, err := w.c.within(time.Minute, filepath.Join(w.plan.Bin, "bxctl"), "doctor")
+	if err != nil || !strings.Contains(rootDoctor, "ok: socket "+plan.Home+"/run/owner-broker/admin.sock: answers, and its [peers] rule refuses root\n") ||
+		!strings.Contains(rootDoctor, "\ndoctor: all ") {
+		t.Errorf("bxctl doctor as root: %v\n%s", err, rootDoctor)
+	}
+	t.Logf("deploy apply --start:\n%s\nchat, shell:\n%s\nchat, denied:\n%s\naudit verify: %s\ndoctor:\n%s\nas root:\n%s", out, said, denied, verified, doctor, rootDoctor)
 	chatted := time.Now()
 	off := w.c.poweroff()
 	t.Logf("times: overlay and apply %v, boot %v, deploy apply --start %v, chats and verify %v, poweroff %v; whole test %v",

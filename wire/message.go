@@ -62,6 +62,10 @@ const (
 	KindJobRunStarted   = "job_run_started"
 	KindJobResult       = "job_result"
 	KindJobResultPosted = "job_result_posted"
+
+	// admin.sock and loop.sock, for bxctl doctor (wire/health.go, issue 27)
+	KindHealth       = "health"
+	KindHealthReport = "health_report"
 )
 
 // WireError reports a protocol or server error; the connection is closed after it.
@@ -107,6 +111,9 @@ var messages = map[string]func([]byte) (Message, error){
 	KindJobRunStarted:   as[JobRunStarted, Message],
 	KindJobResult:       as[JobResult, Message],
 	KindJobResultPosted: as[JobResultPosted, Message],
+
+	KindHealth:       as[Health, Message],
+	KindHealthReport: as[HealthReport, Message],
 }
 
 // MarshalEnvelope encodes e. Its message must be one of the kinds above.

@@ -20,6 +20,7 @@ type cli struct {
 	Chat      chatCmd      `cmd:"" help:"Talk to the agent through loopd."`
 	Notes     notesCmd     `cmd:"" help:"List, show, promote or delete the model's notes."`
 	Jobs      jobsCmd      `cmd:"" help:"List the scheduled jobs, or start one now."`
+	Doctor    doctorCmd    `cmd:"" help:"Check the running deployment: units, sockets, brokerd's and loopd's own checks, the audit chain; exit 1 if any fails."`
 }
 
 // Main runs bxctl with args (without the program name). name is what the

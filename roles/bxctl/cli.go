@@ -17,6 +17,12 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	now    func() time.Time
+	// command runs systemctl with args and returns its stdout, trimmed
+	// (bxctl doctor); nil runs the real one. Tests stand in for systemd.
+	command func(args ...string) (string, error)
+	// euid is the effective uid (bxctl doctor checks more as root); nil
+	// asks the kernel.
+	euid func() int
 }
 
 // The kong glue is shared (package cmdline; docs/decisions.md, "The kong glue is

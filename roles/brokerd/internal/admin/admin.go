@@ -29,6 +29,9 @@ type Admin struct {
 	Notes *notes.Store
 	Jobs  Jobs
 	Audit Auditor
+	// Health answers bxctl doctor's health request (issue 27); without it
+	// the request is answered with an error.
+	Health func(ctx context.Context) wire.HealthReport
 
 	// noteMu makes a promotion or deletion one step: the look at the note
 	// and the change, with its audit record between.
@@ -50,7 +53,12 @@ func (a *Admin) Handle(ctx context.Context, msg wire.Message) wire.Message {
 		out, err := a.Approvals.Refuse(m.Approval, approvals.Bxctl, m.Reason, a.Now())
 		return wait(ctx, m.Approval, out, err, func(wire.DecisionRecord) wire.Message { return wire.OK{} })
 	case wire.CheckGrants:
-		return wire.GrantsReport{Problems: checkGrants(a.Grants)}
+		return wire.GrantsReport{Problems: CheckGrants(a.Grants)}
+	case wire.Health:
+		if a.Health == nil {
+			return unavailable("the health report")
+		}
+		return a.Health(ctx)
 	}
 	if answer, ok := a.handleMemJobs(ctx, msg); ok {
 		return answer
@@ -81,12 +89,12 @@ func wait(ctx context.Context, id uint64, out <-chan wire.DecisionRecord, err er
 	}
 }
 
-// checkGrants loads the grants as a decision would, through the same
+// CheckGrants loads the grants as a decision would, through the same
 // GrantsDir, and adds a problem for every grant whose secret the
 // GrantsDir's secret check (brokerd's secrets store) refuses now
 // (GrantsDir.Check). A directory that cannot be read is reported as Decide
 // reports it, as a problem of ".".
-func checkGrants(g *policy.GrantsDir) []wire.GrantProblem {
+func CheckGrants(g *policy.GrantsDir) []wire.GrantProblem {
 	problems, err := g.Check()
 	if err != nil {
 		return []wire.GrantProblem{{File: ".", Problem: err.Error()}}

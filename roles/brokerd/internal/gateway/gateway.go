@@ -86,9 +86,10 @@ type Client struct {
 	endCancel context.CancelFunc
 	endWG     sync.WaitGroup
 
-	mu     sync.Mutex
-	closed bool
-	down   bool // an outage is under way, and was logged
+	mu      sync.Mutex
+	closed  bool
+	started bool // gatewayd took this run's broker_start
+	down    bool // an outage is under way, and was logged
 	// outages counts them: an answer on a connection made before the
 	// outage began (one already in flight) does not end it.
 	outages  uint64
@@ -240,6 +241,15 @@ func (c *Client) reached(epoch uint64) {
 	if was {
 		c.o.Log(fmt.Sprintf("brokerd: gatewayd on %s answers again", c.o.Socket))
 	}
+}
+
+// Status is how gatewayd stands for bxctl doctor: whether it took this
+// run's broker_start, whether an outage is under way (the last try to
+// reach it failed or was refused), and the last audit head it took.
+func (c *Client) Status() (started, down bool, head *wire.AuditHead) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.started, c.down, c.lastHead
 }
 
 // tookHead notes the last head gatewayd took.

@@ -31,6 +31,9 @@ func (c *Client) sendStart(ctx context.Context) {
 		}
 		if err == nil {
 			c.reached(e)
+			c.mu.Lock()
+			c.started = true
+			c.mu.Unlock()
 			if ok {
 				c.tookHead(h)
 			}

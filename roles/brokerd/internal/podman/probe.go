@@ -98,3 +98,15 @@ func (r *Runtime) limitProblems(seen map[string]string) []string {
 	}
 	return problems
 }
+
+// Describe is what this runtime checked before brokerd served, for bxctl
+// doctor: the image every call runs, and that the probe container saw its
+// namespaces closed and the limits held, less those brokerd.toml accepts
+// unenforced.
+func (r *Runtime) Describe() string {
+	s := fmt.Sprintf("image %s; at start a probe container saw its namespaces closed, the seccomp profile in force and the limits held", short(strings.TrimPrefix(r.cfg.Image, "sha256:")))
+	if len(r.cfg.AcceptUnenforced) > 0 {
+		s += fmt.Sprintf(" (accepted unenforced: %s)", strings.Join(r.cfg.AcceptUnenforced, ", "))
+	}
+	return s
+}

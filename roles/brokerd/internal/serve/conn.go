@@ -30,9 +30,9 @@ var (
 		_, ok := m.(wire.ToolRequest)
 		return ok
 	}}
-	adminSock = socket{"admin.sock", "approvals, approve, refuse, check_grants, and the notes and jobs requests", func(m wire.Message) bool {
+	adminSock = socket{"admin.sock", "approvals, approve, refuse, check_grants, health, and the notes and jobs requests", func(m wire.Message) bool {
 		switch m.(type) {
-		case wire.Approvals, wire.Approve, wire.Refuse, wire.CheckGrants,
+		case wire.Approvals, wire.Approve, wire.Refuse, wire.CheckGrants, wire.Health,
 			wire.NotesList, wire.NoteShow, wire.NotePromote, wire.NoteDelete, wire.JobsList, wire.JobRunNow:
 			return true
 		}

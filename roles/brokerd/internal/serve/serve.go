@@ -250,6 +250,8 @@ func Start(o Options) (*Server, error) {
 		return nil, errors.Join(err, w.Close())
 	}
 	s.admin.Jobs = js
+	hc := &health{runtime: o.Runtime, grants: grants, jobs: js.List, secretsDir: secretsDir, floor: floor, gateway: s.gateway, head: auditHead(w)}
+	s.admin.Health = hc.report
 	s.slots = []*slots{newSlots(brokerSock, cfg.Sockets.MaxBrokerConnections), newSlots(adminSock, cfg.Sockets.MaxAdminConnections)}
 	for i, sock := range []socket{brokerSock, adminSock} {
 		ln, sl := s.lns[i], s.slots[i]

@@ -35,7 +35,7 @@ func TestToolRequestForbiddenOnAdminSock(t *testing.T) {
 	if e, ok := got.(wire.WireError); !ok || e.Code != wire.Forbidden {
 		t.Fatalf("got %+v, want error forbidden", got)
 	}
-	if !strings.Contains(h.stderr.String(), "refused a tool_request message on admin.sock, which accepts only approvals, approve, refuse, check_grants, and the notes and jobs requests\nsee docs/runbook.md#socket-forbidden\n") {
+	if !strings.Contains(h.stderr.String(), "refused a tool_request message on admin.sock, which accepts only approvals, approve, refuse, check_grants, health, and the notes and jobs requests\nsee docs/runbook.md#socket-forbidden\n") {
 		t.Errorf("stderr %q", h.stderr.String())
 	}
 	// Nor may a response kind arrive on either socket.

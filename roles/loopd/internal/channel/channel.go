@@ -1,6 +1,7 @@
 // Package channel serves the channel protocol on loop.sock (wire/channel.go):
 // one request per connection; a say is answered by the turn's events as
-// turn_event frames, the last one final; any other kind gets error
+// turn_event frames, the last one final; a health request (where the
+// server has a Health) by one health_report; any other kind gets error
 // forbidden, and a frame that cannot be read gets its error
 // (wire.ErrorCodeFor). Either way only that connection closes.
 package channel
@@ -32,6 +33,9 @@ const (
 // Server answers connections with say.
 type Server struct {
 	Say SayFunc
+	// Health answers bxctl doctor's health request (issue 27); nil
+	// refuses it like any kind but say.
+	Health func(ctx context.Context) wire.HealthReport
 	// Log gets a line for each refused request (nil drops it).
 	Log func(string)
 }
@@ -97,6 +101,10 @@ func (s *Server) handle(ctx context.Context, conn net.Conn) {
 			id = ve.ID
 		}
 		s.reply(conn, id, wire.WireError{Code: wire.ErrorCodeFor(err), Detail: err.Error()})
+		return
+	}
+	if _, ok := env.Msg.(wire.Health); ok && s.Health != nil {
+		s.reply(conn, env.ID, s.Health(ctx))
 		return
 	}
 	say, ok := env.Msg.(wire.Say)

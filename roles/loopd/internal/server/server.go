@@ -101,7 +101,8 @@ func Run(ctx context.Context, o Options) error {
 	if o.Ready != nil {
 		o.Ready()
 	}
-	srv := &channel.Server{Say: mgr.Say, Log: say}
+	hc := &health{cfg: cfg, client: client, nctx: nctx, slots: nslots, vocab: vocab}
+	srv := &channel.Server{Say: mgr.Say, Health: hc.report, Log: say}
 	srvs := []*channel.Server{srv}
 	if cfg.Listen.Gateway != "" {
 		srvs = append(srvs, srv)

@@ -1,0 +1,28 @@
+package wire
+
+// Health asks a daemon how it stands, for bxctl doctor (issue 27):
+// brokerd answers it on admin.sock, loopd on the loop.sock the owner and
+// gatewayd use. It changes nothing and carries nothing back that the
+// asker could not learn with the access it already has.
+type Health struct{}
+
+// HealthReport answers Health: the daemon's checks, in its order, and for
+// brokerd the audit log's head (its last synced record; null when the log
+// is empty or for loopd), which bxctl doctor verifies the chain against.
+type HealthReport struct {
+	Checks []HealthCheck `json:"checks"`
+	Head   *AuditHead    `json:"head"`
+}
+
+// HealthCheck is one line of bxctl doctor: what was checked, whether it
+// holds, what was seen, and when it fails the runbook anchor that explains
+// it ("" when it holds).
+type HealthCheck struct {
+	Name    string `json:"name"`
+	OK      bool   `json:"ok"`
+	Detail  string `json:"detail"`
+	Runbook string `json:"runbook"`
+}
+
+func (Health) Kind() string       { return KindHealth }
+func (HealthReport) Kind() string { return KindHealthReport }
