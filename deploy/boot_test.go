@@ -95,11 +95,15 @@ type world struct {
 	users, groups map[string]uint32
 }
 
-func buildStatic(t *testing.T) string {
+func buildStatic(t *testing.T, ldflags ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, b := range []struct{ out, pkg string }{{"boxmaker", ".."}, {"fakellama", "../internal/fakellama/cmd/fakellama"}} {
-		cmd := exec.Command("go", "build", "-tags", staticTags, "-o", filepath.Join(dir, b.out), b.pkg)
+		args := []string{"build", "-tags", staticTags, "-o", filepath.Join(dir, b.out)}
+		if len(ldflags) > 0 {
+			args = append(args, "-ldflags", strings.Join(ldflags, " "))
+		}
+		cmd := exec.Command("go", append(args, b.pkg)...)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("go build %s: %v\n%s", b.pkg, err, out)

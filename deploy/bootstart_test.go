@@ -122,10 +122,44 @@ func TestStartUnderBootedSystemd(t *testing.T) {
 	}
 	t.Logf("deploy apply --start:\n%s\nchat, shell:\n%s\nchat, denied:\n%s\naudit verify: %s\ndoctor:\n%s\nas root:\n%s", out, said, denied, verified, doctor, rootDoctor)
 	chatted := time.Now()
+	w.upgradeMidSession(said)
+	upgraded := time.Now()
 	off := w.c.poweroff()
-	t.Logf("times: overlay and apply %v, boot %v, deploy apply --start %v, chats and verify %v, poweroff %v; whole test %v",
+	t.Logf("times: overlay and apply %v, boot %v, deploy apply --start %v, chats, verify and doctor %v, rebuild and upgrade %v, poweroff %v; whole test %v",
 		prepared.Sub(began).Round(time.Millisecond), booted.Sub(prepared).Round(time.Millisecond), started.Sub(booted).Round(time.Millisecond),
-		chatted.Sub(started).Round(time.Millisecond), off.Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
+		chatted.Sub(started).Round(time.Millisecond), upgraded.Sub(chatted).Round(time.Millisecond), off.Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
+}
+
+// upgradeMidSession rebuilds boxmaker (another version string, so other
+// bytes and another tool layer), runs deploy upgrade to it as root, and
+// continues the session the first chat began: its next turn is served by
+// the new build, with the call in a container of the new image, and the
+// owner's doctor passes on it.
+func (w *world) upgradeMidSession(firstTurn string) {
+	t := w.t
+	_, rest, ok := strings.Cut(firstTurn, "[session ")
+	session, _, _ := strings.Cut(rest, ",")
+	if !ok || session == "" {
+		t.Fatalf("no session in the first turn:\n%s", firstTurn)
+	}
+	copyBinaries(t, buildStatic(t, "-X main.version=v0.0.0-upgraded"), filepath.Join(w.root, "opt/build2"))
+	out, err := w.c.within(5*time.Minute, filepath.Join(w.plan.Bin, "boxmaker"), "deploy", "upgrade", "/opt/build2/boxmaker")
+	if err != nil || !strings.Contains(out, "ok: build the tool image from the new build as boxmaker-brokerd: sha256:") ||
+		!strings.Contains(out, "(built)") || !strings.Contains(out, "\nok: check the deployment ("+w.plan.Bin+"/bxctl doctor): doctor: all ") {
+		t.Fatalf("deploy upgrade: %v\n%s\n%s", err, out, w.c.journal(w.unit("brokerd")))
+	}
+	if v := w.owner(filepath.Join(w.plan.Bin, "boxmaker"), "version"); !strings.Contains(v, "v0.0.0-upgraded") {
+		t.Errorf("after the upgrade, boxmaker version says %q", v)
+	}
+	again := w.owner(filepath.Join(w.plan.Bin, "bxctl"), "chat", "--session", session, "--say", "run: cat hello.txt; id -u")
+	if !strings.Contains(again, "[session "+session+", epoch ") || !strings.Contains(again, "hello from the owner's folder") {
+		t.Errorf("the session after the upgrade:\n%s\n%s", again, w.c.journal(w.unit("loopd")))
+	}
+	doctor := w.owner(filepath.Join(w.plan.Bin, "bxctl"), "doctor")
+	if strings.Contains(doctor, "FAIL") || !strings.Contains(doctor, "ok: audit chain: 5 records, head ") {
+		t.Errorf("bxctl doctor after the upgrade:\n%s", doctor)
+	}
+	t.Logf("deploy upgrade:\n%s\nthe session, continued:\n%s\ndoctor:\n%s", out, again, doctor)
 }
 
 // prepareOwnerFolder makes the owner's home with a folder the tools may

@@ -20,7 +20,8 @@ type env struct{ stdout, stderr io.Writer }
 
 type grammar struct {
 	Plan  planCmd  `cmd:"" help:"Print the deployment: users, groups, paths, sockets, units and the access matrix."`
-	Apply applyCmd `cmd:"" help:"Make this system (Debian or another systemd distribution) match the plan, as root."`
+	Apply   applyCmd   `cmd:"" help:"Make this system (Debian or another systemd distribution) match the plan, as root."`
+	Upgrade upgradeCmd `cmd:"" help:"Replace the installed boxmaker with a new build and restart the running roles on it, keeping every state; then bxctl doctor."`
 }
 
 // where are the plan's parameters as flags; their defaults are Default().
@@ -88,6 +89,24 @@ func (c *applyCmd) Run(e *env) error {
 		return nil
 	}
 	if err := Start(p, StartOptions{DryRun: c.DryRun, Out: e.stdout}); err != nil {
+		fmt.Fprintln(e.stderr, err)
+		return cmdline.ExitCode(1)
+	}
+	return nil
+}
+
+type upgradeCmd struct {
+	where
+	DryRun bool   `help:"Print the steps; change nothing."`
+	New    string `arg:"" name:"NEWBINARY" help:"The new build's boxmaker executable."`
+}
+
+func (c *upgradeCmd) Run(e *env) error {
+	p, err := c.plan()
+	if err != nil {
+		return err
+	}
+	if err := Upgrade(p, UpgradeOptions{New: c.New, DryRun: c.DryRun, Out: e.stdout}); err != nil {
 		fmt.Fprintln(e.stderr, err)
 		return cmdline.ExitCode(1)
 	}

@@ -15,8 +15,9 @@ import (
 // names the running executable (so that `sudo bin/boxmaker deploy apply
 // --start` from a fresh build is the whole install), a conflict otherwise.
 // The same bytes there already change nothing. Another build there is a
-// conflict: replacing the binary of a running deployment is an upgrade,
-// which must stop the roles first.
+// conflict: replacing the binary of a running deployment is an upgrade
+// (deploy upgrade), which also rebuilds the tool image and restarts the
+// roles.
 func (a *applier) surveyExecutable(conflict func(string, ...any)) []action {
 	dst := filepath.Join(a.plan.Bin, "boxmaker")
 	fi, err := os.Lstat(dst)
@@ -36,8 +37,8 @@ func (a *applier) surveyExecutable(conflict func(string, ...any)) []action {
 	if err := errors.Join(err1, err2); err != nil {
 		conflict("%s cannot be compared with this executable: %v", dst, err)
 	} else if !bytes.Equal(mine, there) {
-		conflict("%s is another build of boxmaker than this one (%s): install this one over it by hand once the roles are stopped (`sudo systemctl stop %s*`, `sudo install -m 0755 %s %s`), or run %s deploy apply",
-			dst, a.opts.Self, a.plan.Prefix, a.opts.Self, dst, dst)
+		conflict("%s is another build of boxmaker than this one (%s): to replace it, run `%s deploy upgrade %s`; to keep it, run %s deploy apply",
+			dst, a.opts.Self, dst, a.opts.Self, dst)
 	}
 	return nil
 }

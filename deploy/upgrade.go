@@ -1,0 +1,188 @@
+package deploy
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"boxmaker/runbook"
+)
+
+// UpgradeOptions are deploy upgrade's choices.
+type UpgradeOptions struct {
+	// New is the new build's boxmaker executable.
+	New string
+	// DryRun prints the steps and runs none.
+	DryRun bool
+	// Out receives one line per step.
+	Out io.Writer
+	// Command runs a program as root (StartOptions.Command).
+	Command func(name string, args ...string) (stdout, stderr []byte, err error)
+	// Wait bounds how long the restarted roles have to answer (30 s if zero).
+	Wait time.Duration
+}
+
+// upgradeRoles are restarted in this order: what the others use first
+// (loopd asks inferproxy and brokerd, gatewayd asks loopd), so each role
+// comes back to find its servers already on the new build.
+var upgradeRoles = []string{"inferproxy", "brokerd", "loopd", "gatewayd"}
+
+// Upgrade replaces an applied plan's binary with a new build and brings
+// the running roles onto it, as root: the new build must run (its deploy
+// plan), it is installed over <Bin>/boxmaker in one rename, the new
+// build's deploy apply makes what its plan adds, systemd reloads, the tool
+// image is rebuilt from the new binary (brokerd's image = "auto" finds it
+// by content), each running role restarts in dependency order, each must
+// answer again, and bxctl doctor must pass. State is never touched: the
+// audit chain, sessions, notes and approvals' records stay where they are
+// and the new build reads them. A role that was not running is left so.
+func Upgrade(p Plan, opts UpgradeOptions) error {
+	if opts.Out == nil {
+		opts.Out = io.Discard
+	}
+	if opts.Command == nil {
+		opts.Command = runCommand
+	}
+	if opts.Wait == 0 {
+		opts.Wait = 30 * time.Second
+	}
+	if !opts.DryRun && os.Geteuid() != 0 {
+		return fmt.Errorf("deploy upgrade: must run as root (it replaces the binary and restarts system units); %s", runbook.See("deploy-not-root"))
+	}
+	s := &starter{p: p, opts: StartOptions{DryRun: opts.DryRun, Out: opts.Out, Command: opts.Command, Wait: opts.Wait}, answered: map[string]bool{}}
+	u := &upgrader{starter: s, src: opts.New, dst: filepath.Join(p.Bin, "boxmaker")}
+	for _, st := range u.steps() {
+		if opts.DryRun {
+			fmt.Fprintf(opts.Out, "would %s\n", st.what)
+			continue
+		}
+		more, err := st.do()
+		if err != nil {
+			fmt.Fprintf(opts.Out, "failed: %s\n", st.what)
+			return u.failure(st, err)
+		}
+		fmt.Fprintf(opts.Out, "ok: %s%s\n", st.what, more)
+	}
+	return nil
+}
+
+type upgrader struct {
+	*starter
+	src, dst string
+}
+
+func (u *upgrader) steps() []startStep {
+	steps := []startStep{
+		{"check that " + u.src + " is a boxmaker build (its deploy plan runs)", "", u.checkNew},
+		{"install " + u.src + " as " + u.dst + " (one rename; running roles keep the old build until they restart)", "", u.install},
+		{"make what the new build's plan adds (" + u.dst + " deploy apply)", "", u.apply},
+		{"reload systemd's units (systemctl daemon-reload)", "", func() (string, error) { return "", u.systemctl("daemon-reload") }},
+		{"build the tool image from the new build as " + u.p.UserFor("brokerd"), u.p.unitName("tools"), u.buildImage},
+	}
+	for _, role := range upgradeRoles {
+		unit := u.p.unitName(role)
+		what := "restart " + unit + " if it runs"
+		if role == "brokerd" {
+			what += " (its pending approvals end as abandoned, as audit verify reports; the calls waiting on them fail)"
+		}
+		steps = append(steps, startStep{what, unit, func() (string, error) {
+			state, _, _ := u.opts.Command("systemctl", "is-active", unit)
+			if st := strings.TrimSpace(string(state)); st != "active" {
+				return fmt.Sprintf(": left %s", orNone(st)), nil
+			}
+			if err := u.systemctl("restart", unit); err != nil {
+				return "", err
+			}
+			u.started = append(u.started, role)
+			return "", nil
+		}})
+	}
+	return append(steps,
+		startStep{"check that every restarted role is active and answers on its sockets", "", u.health},
+		startStep{"check the deployment (" + filepath.Join(u.p.Bin, "bxctl") + " doctor)", "", u.doctor})
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// whereArgs are the plan's parameters as the flags of the new build's
+// deploy commands, so it works on the same deployment.
+func (u *upgrader) whereArgs() []string {
+	p := u.p.Params
+	return []string{"--prefix=" + p.Prefix, "--home=" + p.Home, "--etc=" + p.Etc, "--bin=" + p.Bin,
+		"--unit-dir=" + p.UnitDir, "--tmpfiles-dir=" + p.TmpfilesDir}
+}
+
+// checkNew refuses what is not a plain executable file, and a file that
+// does not run as boxmaker: installing it would stop every role.
+func (u *upgrader) checkNew() (string, error) {
+	fi, err := os.Lstat(u.src)
+	switch {
+	case err != nil:
+		return "", err
+	case !fi.Mode().IsRegular():
+		return "", fmt.Errorf("%s is not a regular file (%s): name the build's file itself", u.src, fi.Mode().Type())
+	case fi.Mode().Perm()&0o111 == 0:
+		return "", fmt.Errorf("%s is not executable", u.src)
+	}
+	if _, errs, err := u.opts.Command(u.src, append([]string{"deploy", "plan"}, u.whereArgs()...)...); err != nil {
+		return "", fmt.Errorf("%s deploy plan: %v: %s", u.src, err, lastLines(errs, 5))
+	}
+	return "", nil
+}
+
+func (u *upgrader) install() (string, error) {
+	mine, err1 := os.ReadFile(u.src)
+	there, err2 := os.ReadFile(u.dst)
+	if err1 != nil {
+		return "", err1
+	}
+	if err2 == nil && bytes.Equal(mine, there) {
+		return ": already installed", nil
+	}
+	return "", copyExecutable(u.src, u.dst)
+}
+
+// apply runs the new build's own deploy apply: its plan may add users,
+// paths or units, and it refuses (changing nothing) where the system
+// differs from that plan.
+func (u *upgrader) apply() (string, error) {
+	out, errs, err := u.opts.Command(u.dst, append([]string{"deploy", "apply"}, u.whereArgs()...)...)
+	if err != nil {
+		return "", fmt.Errorf("%s deploy apply: %v:\n%s", u.dst, err, indent(lastLines(errs, 20), "    "))
+	}
+	return ": " + lastLines(out, 1), nil
+}
+
+// doctor runs the new build's bxctl doctor as root: the units and every
+// socket's peer rule (an owner's doctor adds brokerd's and loopd's own).
+func (u *upgrader) doctor() (string, error) {
+	out, _, err := u.opts.Command(filepath.Join(u.p.Bin, "bxctl"), "doctor", "--prefix="+u.p.Prefix, "--home="+u.p.Home)
+	if err != nil {
+		var failed []string
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(l, "FAIL: ") {
+				failed = append(failed, l)
+			}
+		}
+		return "", fmt.Errorf("bxctl doctor: %v:\n%s", err, indent(strings.Join(failed, "\n"), "    "))
+	}
+	return ": " + lastLines(out, 1), nil
+}
+
+// failure is Start's failure message, with upgrade's runbook entry: the
+// new binary may be installed while some roles still run the old one.
+func (u *upgrader) failure(st startStep, err error) error {
+	msg := u.starter.failure(st, err).Error()
+	msg = strings.Replace(msg, "deploy apply --start: ", "deploy upgrade: ", 1)
+	msg = strings.Replace(msg, runbook.See("deploy-start-failed"), runbook.See("deploy-upgrade-failed"), 1)
+	return fmt.Errorf("%s", msg)
+}

@@ -1,0 +1,190 @@
+package deploy
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// upgradeSystem is fakeSystem with the new build's and bxctl's answers.
+type upgradeSystem struct {
+	*fakeSystem
+	doctor string // bxctl doctor's output; "FAIL" in it fails it
+}
+
+func (u *upgradeSystem) command(name string, args ...string) ([]byte, []byte, error) {
+	out, errs, err := u.fakeSystem.command(name, args...)
+	if err != nil {
+		return out, errs, err
+	}
+	switch {
+	case len(args) > 1 && args[0] == "deploy" && args[1] == "apply":
+		return []byte("nothing to change: the system is the plan\n"), nil, nil
+	case filepath.Base(name) == "bxctl":
+		if strings.Contains(u.doctor, "FAIL") {
+			return []byte(u.doctor), nil, errExit1
+		}
+		return []byte(u.doctor), nil, nil
+	case name == "systemctl" && args[0] == "restart" && u.listen:
+		for _, sk := range u.p.Sockets {
+			if u.p.unitName(strings.TrimPrefix(sk.Listener, u.p.Prefix)) == args[1] {
+				u.openSocket(sk.Path)
+			}
+		}
+	}
+	return out, errs, nil
+}
+
+var errExit1 = &exitError{}
+
+type exitError struct{}
+
+func (*exitError) Error() string { return "exit status 1" }
+
+// upgradePlan is startPlan with <Bin> in the temporary directory, holding
+// the old build, and the new build beside it.
+func upgradePlan(t *testing.T) (Plan, string) {
+	t.Helper()
+	p := startPlan(t)
+	p.Bin = filepath.Join(filepath.Dir(p.Home), "bin")
+	p = New(p.Params)
+	if err := os.MkdirAll(p.Bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p.Bin, "boxmaker"), []byte("old build"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(filepath.Dir(p.Home), "new-boxmaker")
+	if err := os.WriteFile(src, []byte("new build"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p, src
+}
+
+func runUpgrade(t *testing.T, u *upgradeSystem, src string, dry bool) (string, error) {
+	t.Helper()
+	var out strings.Builder
+	err := Upgrade(u.p, UpgradeOptions{New: src, DryRun: dry, Out: &out, Command: u.command, Wait: 300 * time.Millisecond})
+	return out.String(), err
+}
+
+// TestUpgradeRestartsInOrder: every step in order, one line each; the new
+// build is checked, installed and applied before anything restarts, the
+// image is rebuilt from it before brokerd restarts, only the running roles
+// restart (gatewayd was stopped), and bxctl doctor ends it. State is not
+// touched.
+func TestUpgradeRestartsInOrder(t *testing.T) {
+	p, src := upgradePlan(t)
+	f := &fakeSystem{t: t, p: p, listen: true, active: map[string]string{p.unitName("gatewayd"): "inactive"}}
+	u := &upgradeSystem{fakeSystem: f, doctor: "ok: unit boxmaker-tools.service: active\ndoctor: all 14 checks ok\n"}
+	core := filepath.Join(p.Home, "memory", "core.md")
+	out, err := runUpgrade(t, u, src, false)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	dst := filepath.Join(p.Bin, "boxmaker")
+	want := strings.Join([]string{
+		"ok: check that " + src + " is a boxmaker build (its deploy plan runs)",
+		"ok: install " + src + " as " + dst + " (one rename; running roles keep the old build until they restart)",
+		"ok: make what the new build's plan adds (" + dst + " deploy apply): nothing to change: the system is the plan",
+		"ok: reload systemd's units (systemctl daemon-reload)",
+		"ok: build the tool image from the new build as boxmaker-brokerd: sha256:abc (built)",
+		"ok: restart boxmaker-inferproxy.service if it runs",
+		"ok: restart boxmaker-brokerd.service if it runs (its pending approvals end as abandoned, as audit verify reports; the calls waiting on them fail)",
+		"ok: restart boxmaker-loopd.service if it runs",
+		"ok: restart boxmaker-gatewayd.service if it runs: left inactive",
+		"ok: check that every restarted role is active and answers on its sockets: inferproxy, brokerd, loopd",
+		"ok: check the deployment (" + p.Bin + "/bxctl doctor): doctor: all 14 checks ok",
+	}, "\n") + "\n"
+	if out != want {
+		t.Errorf("output:\n%s\nwant:\n%s", out, want)
+	}
+	where := "--prefix=boxmaker- --home=" + p.Home + " --etc=" + p.Etc + " --bin=" + p.Bin + " --unit-dir=/etc/systemd/system --tmpfiles-dir=/etc/tmpfiles.d"
+	wantRan := []string{
+		src + " deploy plan " + where,
+		dst + " deploy apply " + where,
+		"systemctl daemon-reload",
+		"runuser -u boxmaker-brokerd -- " + p.Bin + "/brokerd image build --config " + p.etc("brokerd.toml"),
+		"systemctl restart boxmaker-inferproxy.service",
+		"systemctl restart boxmaker-brokerd.service",
+		"systemctl restart boxmaker-loopd.service",
+		p.Bin + "/bxctl doctor --prefix=boxmaker- --home=" + p.Home,
+	}
+	if strings.Join(f.ran, "\n") != strings.Join(wantRan, "\n") {
+		t.Errorf("ran:\n%s\nwant:\n%s", strings.Join(f.ran, "\n"), strings.Join(wantRan, "\n"))
+	}
+	if got, err := os.ReadFile(dst); err != nil || string(got) != "new build" {
+		t.Errorf("%s holds %q, %v", dst, got, err)
+	}
+	if fi, err := os.Stat(dst); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("%s: %v %v", dst, fi.Mode(), err)
+	}
+	if got, err := os.ReadFile(core); err != nil || string(got) != "core\n" {
+		t.Errorf("the core memory changed: %q, %v", got, err)
+	}
+
+	// Again: the same bytes are not installed twice.
+	for _, ln := range f.lns {
+		ln.Close()
+	}
+	f.ran, f.lns = nil, nil
+	out, err = runUpgrade(t, u, src, false)
+	if err != nil || !strings.Contains(out, " (one rename; running roles keep the old build until they restart): already installed\n") {
+		t.Errorf("the second upgrade: %v\n%s", err, out)
+	}
+}
+
+// TestUpgradeRefusesBeforeChanging: a file that is not a boxmaker build (its
+// deploy plan fails), a symlink and a file that is not executable are
+// refused before anything is installed; a doctor that fails fails the
+// upgrade, with its FAIL lines and the runbook entry.
+func TestUpgradeRefusesBeforeChanging(t *testing.T) {
+	p, src := upgradePlan(t)
+	dst := filepath.Join(p.Bin, "boxmaker")
+	link := src + ".link"
+	if err := os.Symlink(src, link); err != nil {
+		t.Fatal(err)
+	}
+	plain := src + ".plain"
+	if err := os.WriteFile(plain, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	where := " deploy plan --prefix=boxmaker- --home=" + p.Home + " --etc=" + p.Etc + " --bin=" + p.Bin + " --unit-dir=/etc/systemd/system --tmpfiles-dir=/etc/tmpfiles.d"
+	for _, tc := range []struct{ src, want string }{
+		{src, src + " deploy plan: exit status 1: exec format error"},
+		{link, "is not a regular file (L---------)"},
+		{plain, plain + " is not executable"},
+	} {
+		f := &fakeSystem{t: t, p: p, fail: map[string]string{src + where: "exec format error"}}
+		out, err := runUpgrade(t, &upgradeSystem{fakeSystem: f}, tc.src, false)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasSuffix(err.Error(), "see docs/runbook.md#deploy-upgrade-failed") ||
+			!strings.HasPrefix(out, "failed: check that "+tc.src) {
+			t.Errorf("%s: %v\n%s", tc.src, err, out)
+		}
+		if got, _ := os.ReadFile(dst); string(got) != "old build" {
+			t.Fatalf("%s: installed", tc.src)
+		}
+	}
+	f := &fakeSystem{t: t, p: p, listen: true}
+	u := &upgradeSystem{fakeSystem: f, doctor: "ok: unit boxmaker-tools.service: active\nFAIL: loopd model: the model does not answer; see docs/runbook.md#model-server-unreachable\ndoctor: 1 of 16 checks failed\n"}
+	out, err := runUpgrade(t, u, src, false)
+	if err == nil || !strings.Contains(err.Error(), "bxctl doctor: exit status 1:\n    FAIL: loopd model: the model does not answer") ||
+		!strings.HasSuffix(out, "failed: check the deployment ("+p.Bin+"/bxctl doctor)\n") {
+		t.Errorf("a failing doctor: %v\n%s", err, out)
+	}
+}
+
+// TestUpgradeDryRun prints every step and runs nothing.
+func TestUpgradeDryRun(t *testing.T) {
+	p, src := upgradePlan(t)
+	f := &fakeSystem{t: t, p: p}
+	out, err := runUpgrade(t, &upgradeSystem{fakeSystem: f}, src, true)
+	if err != nil || len(f.ran) != 0 || strings.Count(out, "would ") != 11 || !strings.HasPrefix(out, "would check that "+src) {
+		t.Fatalf("%v, ran %q\n%s", err, f.ran, out)
+	}
+	if got, _ := os.ReadFile(filepath.Join(p.Bin, "boxmaker")); string(got) != "old build" {
+		t.Fatal("a dry run installed")
+	}
+}
