@@ -79,6 +79,7 @@ type starter struct {
 	opts     StartOptions
 	started  []string        // the roles enabled and started, in order
 	answered map[string]bool // the sockets that accepted a connection
+	imageID  string          // what buildImage built or found
 }
 
 // startRoles are the roles --start enables, in the order their units
@@ -130,6 +131,7 @@ func (s *starter) buildImage() (string, error) {
 		return "", fmt.Errorf("brokerd image build: %v: %s", err, lastLines(errs, 5))
 	}
 	id := strings.TrimSpace(string(out))
+	s.imageID = id
 	how := "built"
 	if bytes.Contains(errs, []byte("already imported")) {
 		how = "found, built before from the same files"

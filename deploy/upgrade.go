@@ -82,6 +82,7 @@ func (u *upgrader) steps() []startStep {
 		{"make what the new build's plan adds (" + u.dst + " deploy apply)", "", u.apply},
 		{"reload systemd's units (systemctl daemon-reload)", "", func() (string, error) { return "", u.systemctl("daemon-reload") }},
 		{"build the tool image from the new build as " + u.p.UserFor("brokerd"), u.p.unitName("tools"), u.buildImage},
+		{"check that brokerd will run that image (" + u.p.etc("brokerd.toml") + ")", "", u.checkImage},
 	}
 	for _, role := range upgradeRoles {
 		unit := u.p.unitName(role)
@@ -176,6 +177,30 @@ func (u *upgrader) doctor() (string, error) {
 		return "", fmt.Errorf("bxctl doctor: %v:\n%s", err, indent(strings.Join(failed, "\n"), "    "))
 	}
 	return ": " + lastLines(out, 1), nil
+}
+
+// checkImage refuses to restart brokerd onto an image id the owner set that
+// is not the new build's: the calls would run the old build's toolkit.
+// The seed's empty value becomes "auto", as --start makes it.
+func (u *upgrader) checkImage() (string, error) {
+	data, err := os.ReadFile(u.p.etc("brokerd.toml"))
+	if err != nil {
+		return "", err
+	}
+	m := imageLine.FindAllSubmatch(data, -1)
+	if len(m) != 1 {
+		return "", fmt.Errorf("%s has %d lines `image = \"...\"` (in [podman]), not one", u.p.etc("brokerd.toml"), len(m))
+	}
+	switch value := strings.Trim(string(m[0][1]), `"`); value {
+	case "auto":
+		return ": image = \"auto\" finds it", nil
+	case "":
+		return setAutoImage(u.p.etc("brokerd.toml"))
+	case u.imageID:
+		return ": brokerd.toml names it", nil
+	default:
+		return "", fmt.Errorf("brokerd.toml names the image %s, not the new build's %s: brokerd would run the old build's toolkit in every call; set image = \"auto\" there (or the new id), then run deploy upgrade again", value, u.imageID)
+	}
 }
 
 // failure is Start's failure message, with upgrade's runbook entry: the

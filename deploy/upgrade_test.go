@@ -3,6 +3,7 @@ package deploy
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +92,7 @@ func TestUpgradeRestartsInOrder(t *testing.T) {
 		"ok: make what the new build's plan adds (" + dst + " deploy apply): nothing to change: the system is the plan",
 		"ok: reload systemd's units (systemctl daemon-reload)",
 		"ok: build the tool image from the new build as boxmaker-brokerd: sha256:abc (built)",
+		"ok: check that brokerd will run that image (" + p.etc("brokerd.toml") + ")",
 		"ok: restart boxmaker-inferproxy.service if it runs",
 		"ok: restart boxmaker-brokerd.service if it runs (its pending approvals end as abandoned, as audit verify reports; the calls waiting on them fail)",
 		"ok: restart boxmaker-loopd.service if it runs",
@@ -131,15 +133,17 @@ func TestUpgradeRestartsInOrder(t *testing.T) {
 	}
 	f.ran, f.lns = nil, nil
 	out, err = runUpgrade(t, u, src, false)
-	if err != nil || !strings.Contains(out, " (one rename; running roles keep the old build until they restart): already installed\n") {
+	if err != nil || !strings.Contains(out, " (one rename; running roles keep the old build until they restart): already installed\n") ||
+		!strings.Contains(out, "brokerd.toml): image = \"auto\" finds it\n") {
 		t.Errorf("the second upgrade: %v\n%s", err, out)
 	}
 }
 
 // TestUpgradeRefusesBeforeChanging: a file that is not a boxmaker build (its
 // deploy plan fails), a symlink and a file that is not executable are
-// refused before anything is installed; a doctor that fails fails the
-// upgrade, with its FAIL lines and the runbook entry.
+// refused before anything is installed; an image id in brokerd.toml that
+// is not the new build's stops it before any restart; a doctor that fails
+// fails the upgrade, with its FAIL lines and the runbook entry.
 func TestUpgradeRefusesBeforeChanging(t *testing.T) {
 	p, src := upgradePlan(t)
 	dst := filepath.Join(p.Bin, "boxmaker")
@@ -167,9 +171,29 @@ func TestUpgradeRefusesBeforeChanging(t *testing.T) {
 			t.Fatalf("%s: installed", tc.src)
 		}
 	}
-	f := &fakeSystem{t: t, p: p, listen: true}
+	// An image id the owner set, not the new build's: brokerd is not
+	// restarted onto the old toolkit.
+	conf := p.etc("brokerd.toml")
+	seed, err := os.ReadFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := "sha256:" + strings.Repeat("0", 64)
+	if err := os.WriteFile(conf, []byte(strings.Replace(string(seed), `image = ""`, `image = "`+old+`"`, 1)), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeSystem{t: t, p: p}
+	out, err := runUpgrade(t, &upgradeSystem{fakeSystem: f}, src, false)
+	if err == nil || !strings.Contains(err.Error(), "brokerd.toml names the image "+old+", not the new build's sha256:abc") ||
+		slices.ContainsFunc(f.ran, func(c string) bool { return strings.Contains(c, "restart") }) {
+		t.Errorf("an old image id: %v, ran %q\n%s", err, f.ran, out)
+	}
+	if err := os.WriteFile(conf, seed, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	f = &fakeSystem{t: t, p: p, listen: true}
 	u := &upgradeSystem{fakeSystem: f, doctor: "ok: unit boxmaker-tools.service: active\nFAIL: loopd model: the model does not answer; see docs/runbook.md#model-server-unreachable\ndoctor: 1 of 16 checks failed\n"}
-	out, err := runUpgrade(t, u, src, false)
+	out, err = runUpgrade(t, u, src, false)
 	if err == nil || !strings.Contains(err.Error(), "bxctl doctor: exit status 1:\n    FAIL: loopd model: the model does not answer") ||
 		!strings.HasSuffix(out, "failed: check the deployment ("+p.Bin+"/bxctl doctor)\n") {
 		t.Errorf("a failing doctor: %v\n%s", err, out)
@@ -181,7 +205,7 @@ func TestUpgradeDryRun(t *testing.T) {
 	p, src := upgradePlan(t)
 	f := &fakeSystem{t: t, p: p}
 	out, err := runUpgrade(t, &upgradeSystem{fakeSystem: f}, src, true)
-	if err != nil || len(f.ran) != 0 || strings.Count(out, "would ") != 11 || !strings.HasPrefix(out, "would check that "+src) {
+	if err != nil || len(f.ran) != 0 || strings.Count(out, "would ") != 12 || !strings.HasPrefix(out, "would check that "+src) {
 		t.Fatalf("%v, ran %q\n%s", err, f.ran, out)
 	}
 	if got, _ := os.ReadFile(filepath.Join(p.Bin, "boxmaker")); string(got) != "old build" {
