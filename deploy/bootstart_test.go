@@ -22,7 +22,11 @@ import (
 // container there, loopd against the stand-in model), then the owner chats:
 // a shell call under an auto grant runs in a rootless container of the
 // tools unit and reads the owner's folder, a call with no grant is denied,
-// and `bxctl audit verify` passes.
+// a read_file under an ask grant runs once the owner approves it with
+// bxctl approve, `bxctl audit verify` passes, and `bxctl doctor` passes as
+// the owner and as root. Then the build is upgraded, mid-session, to a
+// rebuilt binary (deploy upgrade): the session continues on the new build
+// and doctor passes again.
 //
 // Inside the tree only: the tools user's home (Podman's storage) is a
 // directory of the host's file system bound in, since overlayfs (the
@@ -60,14 +64,14 @@ func TestStartUnderBootedSystemd(t *testing.T) {
 	}
 	w := &world{t: t, root: root, plan: plan,
 		users: readIDs(t, filepath.Join(root, "etc/passwd")), groups: readIDs(t, filepath.Join(root, "etc/group"))}
-	scratch := w.prepareOwnerFolder()
+	scratch, notes := w.prepareOwnerFolders()
 	w.acceptUnenforcedOnV1()
 	storage := w.toolsStorage()
 	w.maskRootPodman()
 	prepared := time.Now()
 	w.c = boot(t, root, "--system-call-filter=@keyring", "--bind="+storage+":"+plan.Home+"/tools")
 	w.c.must("systemd-run", "--unit=bxboot-model", "--property=DynamicUser=yes", "/opt/build/fakellama",
-		"-listen", "127.0.0.1:8080", "-scratch", scratch)
+		"-listen", "127.0.0.1:8080", "-scratch", scratch, "-notes", notes)
 	w.waitFor("the stand-in model to listen", func() (bool, string) {
 		j := w.c.journal("bxboot-model.service")
 		return strings.Contains(j, "on http://127.0.0.1:8080"), j
@@ -98,15 +102,18 @@ func TestStartUnderBootedSystemd(t *testing.T) {
 	if !strings.Contains(denied, "no_grant") {
 		t.Errorf("the http_fetch turn (no grant):\n%s", denied)
 	}
+	approved := w.approvedCall()
 	verified := w.owner(filepath.Join(w.plan.Bin, "bxctl"), "audit", "verify")
-	if !strings.HasPrefix(verified, "audit: ok, 3 records, head ") {
+	// Two records for each call that ran (its decision, then its result),
+	// one for the denial, and the approval between the ask's two.
+	if !strings.HasPrefix(verified, "audit: ok, 6 records, head ") {
 		t.Errorf("audit verify: %s", verified)
 	}
 	// bxctl doctor, as the owner (brokerd's and loopd's own checks) and
 	// as root (each socket's peer rule).
 	doctor := w.owner(filepath.Join(w.plan.Bin, "bxctl"), "doctor")
 	for _, line := range []string{"ok: unit boxmaker-tools.service: active\n", "ok: brokerd tool runtime: image ",
-		"ok: brokerd grants: the grant files load with no problem\n", "ok: audit chain: 3 records, head ",
+		"ok: brokerd grants: the grant files load with no problem\n", "ok: audit chain: 6 records, head ",
 		"ok: loopd model: answers through ", "ok: loopd brokerd: "} {
 		if !strings.Contains(doctor, line) {
 			t.Errorf("bxctl doctor as the owner printed no %q:\n%s", line, doctor)
@@ -120,7 +127,8 @@ func TestStartUnderBootedSystemd(t *testing.T) {
 		!strings.Contains(rootDoctor, "\ndoctor: all ") {
 		t.Errorf("bxctl doctor as root: %v\n%s", err, rootDoctor)
 	}
-	t.Logf("deploy apply --start:\n%s\nchat, shell:\n%s\nchat, denied:\n%s\naudit verify: %s\ndoctor:\n%s\nas root:\n%s", out, said, denied, verified, doctor, rootDoctor)
+	t.Logf("deploy apply --start:\n%s\nchat, shell:\n%s\nchat, denied:\n%s\nchat, approved:\n%s\naudit verify: %s\ndoctor:\n%s\nas root:\n%s",
+		out, said, denied, approved, verified, doctor, rootDoctor)
 	chatted := time.Now()
 	w.upgradeMidSession(said)
 	upgraded := time.Now()
@@ -156,40 +164,10 @@ func (w *world) upgradeMidSession(firstTurn string) {
 		t.Errorf("the session after the upgrade:\n%s\n%s", again, w.c.journal(w.unit("loopd")))
 	}
 	doctor := w.owner(filepath.Join(w.plan.Bin, "bxctl"), "doctor")
-	if strings.Contains(doctor, "FAIL") || !strings.Contains(doctor, "ok: audit chain: 5 records, head ") {
+	if strings.Contains(doctor, "FAIL") || !strings.Contains(doctor, "ok: audit chain: 8 records, head ") {
 		t.Errorf("bxctl doctor after the upgrade:\n%s", doctor)
 	}
 	t.Logf("deploy upgrade:\n%s\nthe session, continued:\n%s\ndoctor:\n%s", out, again, doctor)
-}
-
-// prepareOwnerFolder makes the owner's home with a folder the tools may
-// read (a granted folder must be readable by others: the tools run as a
-// subordinate uid) holding one file, and an auto grant for shell in it.
-func (w *world) prepareOwnerFolder() string {
-	t := w.t
-	home := "/home/" + treeOwner
-	scratch := home + "/scratch"
-	uid, gid := int(w.users[treeOwner]), int(w.groups[treeOwner])
-	for _, d := range []string{home, scratch} {
-		if err := os.Mkdir(filepath.Join(w.root, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chown(filepath.Join(w.root, d), uid, gid); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(w.root, scratch, "hello.txt"), []byte("hello from the owner's folder\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	grant := fmt.Sprintf("tool = \"shell\"\nmode = \"auto\"\nmax_taint = \"secret\"\nresult_class = \"private\"\n\n[constraints]\npaths = [%q]\n", scratch)
-	path := filepath.Join(w.root, w.plan.Etc, "grants", "scratch-shell.toml")
-	if err := os.WriteFile(path, []byte(grant), 0o640); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(path, 0, int(w.groups[w.plan.UserFor("brokerd")])); err != nil {
-		t.Fatal(err)
-	}
-	return scratch
 }
 
 // acceptUnenforcedOnV1 uncomments the seed brokerd.toml's
