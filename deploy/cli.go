@@ -19,7 +19,7 @@ func Main(name string, args []string, stdout, stderr io.Writer) int {
 type env struct{ stdout, stderr io.Writer }
 
 type grammar struct {
-	Plan  planCmd  `cmd:"" help:"Print the deployment: users, groups, paths, sockets, units and the access matrix."`
+	Plan    planCmd    `cmd:"" help:"Print the deployment: users, groups, paths, sockets, units and the access matrix."`
 	Apply   applyCmd   `cmd:"" help:"Make this system (Debian or another systemd distribution) match the plan, as root."`
 	Upgrade upgradeCmd `cmd:"" help:"Replace the installed boxmaker with a new build and restart the running roles on it, keeping every state; then bxctl doctor."`
 }
