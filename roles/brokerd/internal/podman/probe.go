@@ -44,6 +44,7 @@ func (r *Runtime) judge(seen map[string]string) error {
 			// Accepted in brokerd.toml: said at every start, never silent.
 			fmt.Fprintf(r.log, "podman: warning: the %s limit is not enforced (%s); brokerd starts because [podman] accept_unenforced names it; %s\n",
 				what, p, runbook.See("tool-limits-accepted"))
+			r.unenforced = append(r.unenforced, what)
 			continue
 		}
 		refused = append(refused, p)
@@ -101,12 +102,12 @@ func (r *Runtime) limitProblems(seen map[string]string) []string {
 
 // Describe is what this runtime checked before brokerd served, for bxctl
 // doctor: the image every call runs, and that the probe container saw its
-// namespaces closed and the limits held, less those brokerd.toml accepts
-// unenforced.
+// namespaces closed, seccomp in force and the limits held, but for those
+// it saw unenforced that brokerd.toml accepts.
 func (r *Runtime) Describe() string {
 	s := fmt.Sprintf("image %s; at start a probe container saw its namespaces closed, the seccomp profile in force and the limits held", short(strings.TrimPrefix(r.cfg.Image, "sha256:")))
-	if len(r.cfg.AcceptUnenforced) > 0 {
-		s += fmt.Sprintf(" (accepted unenforced: %s)", strings.Join(r.cfg.AcceptUnenforced, ", "))
+	if len(r.unenforced) > 0 {
+		s += fmt.Sprintf(", but for %s: not enforced here, and accepted by accept_unenforced", strings.Join(r.unenforced, ", "))
 	}
 	return s
 }

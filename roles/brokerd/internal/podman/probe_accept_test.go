@@ -69,6 +69,10 @@ func TestAcceptUnenforced(t *testing.T) {
 			if len(lines) != len(tc.warned) {
 				t.Fatalf("warnings %q, want one for each of %v", lines, tc.warned)
 			}
+			if d := r.Describe(); len(tc.warned) > 0 && !strings.HasSuffix(d, ", but for "+strings.Join(tc.warned, ", ")+": not enforced here, and accepted by accept_unenforced") ||
+				len(tc.warned) == 0 && strings.Contains(d, "but for") {
+				t.Errorf("Describe says %q, accepted unenforced %v", d, tc.warned)
+			}
 			for i, l := range tc.warned {
 				if !strings.HasPrefix(lines[i], "podman: warning: the "+l+" limit is not enforced (") ||
 					!strings.HasSuffix(lines[i], "accept_unenforced names it; see docs/runbook.md#tool-limits-accepted") {

@@ -70,6 +70,9 @@ type Runtime struct {
 	// set by tests, makes none.
 	ahead    aheadPool
 	aheadOff atomic.Bool
+	// unenforced are the limits the startup probe saw unenforced and
+	// brokerd.toml accepts (judge), for Describe.
+	unenforced []string
 }
 
 // removeTimeout bounds removing one container, after its call is over.

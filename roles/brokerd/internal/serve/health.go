@@ -81,9 +81,9 @@ func gatewayCheck(c *gateway.Client) (string, bool, string, string) {
 	case !started:
 		return "gatewayd", false, "it has not yet taken brokerd's start", "gatewayd-unreachable"
 	case head != nil:
-		return "gatewayd", true, fmt.Sprintf("reached; it holds audit head %d", head.Seq), ""
+		return "gatewayd", true, fmt.Sprintf("reached, and it holds audit head %d (it opens its socket only once signed in to Mattermost with every owner's channel open)", head.Seq), ""
 	}
-	return "gatewayd", true, "reached", ""
+	return "gatewayd", true, "reached (it opens its socket only once signed in to Mattermost with every owner's channel open)", ""
 }
 
 func countProblems(problems []wire.GrantProblem, ok string) string {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"boxmaker/roles/brokerd/internal/gateway/gatewaytest"
 	"boxmaker/wire"
 )
 
@@ -66,4 +67,34 @@ func TestHealthReport(t *testing.T) {
 	if records := h.records(); len(records) == 0 || rep.Head == nil || rep.Head.Seq != records[len(records)-1].Seq {
 		t.Fatalf("head %+v after the denial, last record %d", rep.Head, records[len(records)-1].Seq)
 	}
+}
+
+// TestHealthGatewayd: with [sockets] gateway, the report says whether
+// gatewayd took brokerd's start: not while nothing listens (the runbook's
+// gatewayd-unreachable), and yes once a gatewayd has.
+func TestHealthGatewayd(t *testing.T) {
+	gatewayd := func(rep wire.HealthReport) wire.HealthCheck {
+		t.Helper()
+		for _, c := range rep.Checks {
+			if c.Name == "gatewayd" {
+				return c
+			}
+		}
+		t.Fatalf("no gatewayd check in %+v", rep.Checks)
+		return wire.HealthCheck{}
+	}
+	h := start(t, nil, withGatewayd(t, false, nil))
+	eventually(t, "brokerd to find gatewayd unreachable", func() bool {
+		return strings.Contains(h.stderr.String(), "gatewayd-unreachable")
+	})
+	if c := gatewayd(h.admin(wire.Health{}).(wire.HealthReport)); c.OK || c.Runbook != "gatewayd-unreachable" {
+		t.Errorf("down: %+v", c)
+	}
+	var g *gatewaytest.Gatewayd
+	h = start(t, nil, withGatewayd(t, true, &g))
+	g.Wait(t, 0, "broker_start", isStart)
+	eventually(t, "the report to say gatewayd took the start", func() bool {
+		c := gatewayd(h.admin(wire.Health{}).(wire.HealthReport))
+		return c.OK && strings.HasPrefix(c.Detail, "reached")
+	})
 }
