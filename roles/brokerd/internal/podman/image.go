@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/containers/podman/v5/pkg/bindings/images"
@@ -52,7 +53,7 @@ func ResolveImage(ctx context.Context, cfg Config) (string, error) {
 		}
 		id, err := image.Find(conn, layer)
 		if err != nil {
-			return "", fmt.Errorf("%w: image = %q: the Podman service at %s has no tool image made from this brokerd's files (layer %s): %v; %s; %s", ErrImage, AutoImage, cfg.Socket, layer, err, build, see)
+			return "", fmt.Errorf("%w: image = %q: the Podman service at %s has no tool image made from this brokerd's files (layer %s): %w; %s; %s", ErrImage, AutoImage, cfg.Socket, layer, err, build, see)
 		}
 		return id, nil
 	}
@@ -68,4 +69,24 @@ func ResolveImage(ctx context.Context, cfg Config) (string, error) {
 		return "", fmt.Errorf("%w: image %s is not a boxmaker tool image (no label %s=%s); %s", ErrImage, cfg.Image, image.Label, image.LabelValue, see)
 	}
 	return cfg.Image, nil
+}
+
+// ResolveOrBuild is ResolveImage, except that for image = "auto" with no
+// tool image made from this brokerd's files it builds that image from
+// them, as `brokerd image build` does, and says so on log. A new brokerd,
+// or an update of busybox-static or ca-certificates, changes the layer:
+// the restart that follows then makes the image its files call for rather
+// than refuse every call. Any other failure is ResolveImage's.
+func ResolveOrBuild(ctx context.Context, cfg Config, log io.Writer) (string, error) {
+	id, err := ResolveImage(ctx, cfg)
+	if err == nil || cfg.Image != AutoImage || !errors.Is(err, image.ErrNotFound) {
+		return id, err
+	}
+	built, berr := image.Build(ctx, image.Options{Socket: cfg.Socket, Inputs: cfg.ImageInputs})
+	if berr != nil {
+		return "", fmt.Errorf("%w; building it from this brokerd's files failed too: %v", err, berr)
+	}
+	fmt.Fprintf(log, "podman: image = %q: the Podman service had no tool image made from this brokerd's files; built %s from them (layer %s)\n",
+		AutoImage, built.ID, built.Layer)
+	return built.ID, nil
 }

@@ -106,7 +106,7 @@ func newRuntime(ctx context.Context, cfg Config, log io.Writer, scope, seccomp, 
 	if log == nil {
 		log = io.Discard
 	}
-	id, err := ResolveImage(ctx, cfg)
+	id, err := ResolveOrBuild(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
