@@ -70,7 +70,7 @@ type remover struct {
 // twice, the second run removes nothing.
 func Remove(plan Plan, opts RemoveOptions) error {
 	if err := plan.Check(); err != nil {
-		return fmt.Errorf("deploy remove: %w; %s", err, runbook.See("deploy-remove-conflict"))
+		return fmt.Errorf("deploy remove: %w; nothing was changed; %s", err, runbook.See("deploy-remove-conflict"))
 	}
 	if opts.SysEtc == "" {
 		opts.SysEtc = "/etc"
