@@ -1,0 +1,133 @@
+package deploy_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"boxmaker/deploy"
+	"boxmaker/deploy/deploytest"
+)
+
+// TestApplyRemoveApplyPurge runs the whole life of a deployment for real
+// (users, groups, files; systemctl stood in for): apply; remove, which
+// takes the units, links and executable away and keeps the state, the
+// configuration and the accounts that own them; apply again, which finds
+// the state as the plan wants it (the audit log still its writer's) and
+// makes only what remove took; remove --purge, which deletes the state and
+// then the users and groups (the tools user's subordinate ranges with it),
+// never the owner's account; and remove --purge again, with nothing left.
+func TestApplyRemoveApplyPurge(t *testing.T) {
+	root := deploytest.Root(t, "/bin/true")
+	plan := deploy.New(deploytest.Params(t, root))
+	t.Cleanup(func() { deploytest.RemoveAccounts(t, plan) })
+	owner := plan.Prefix + "alice"
+	mustRun(t, "useradd", "--no-create-home", owner)
+	t.Cleanup(func() { exec.Command("userdel", owner).Run() })
+	if err := deploy.Apply(plan, deploy.ApplyOptions{Owners: []string{owner}}); err != nil {
+		t.Fatal(err)
+	}
+	// State as brokerd would write it.
+	audit := filepath.Join(plan.Home, "audit", "log")
+	writeFile(t, audit, "the chain\n", 0o640)
+	uid, gid, err := deploy.IDs(plan.UserFor("brokerd"), plan.Prefix+"owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(audit, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(plan.Etc, "grants", "g.toml"), "grant\n", 0o640)
+
+	f := newFakeSystemd()
+	f.pass = true
+	f.running(plan)
+	exe := filepath.Join(plan.Bin, "boxmaker")
+	out, err := runRemove(t, plan, f, deploy.RemoveOptions{Self: exe, Mountinfo: "/proc/self/mountinfo"})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "\nkept the users "+plan.UserFor("loopd")+", ") || !strings.HasSuffix(out, "\n17 changes made\n") {
+		t.Errorf("remove said:\n%s", out)
+	}
+	for _, p := range plan.Paths {
+		_, err := os.Lstat(p.Path)
+		gone := p.Kind == deploy.KindLink || filepath.Dir(p.Path) == plan.UnitDir || filepath.Dir(p.Path) == plan.TmpfilesDir
+		if gone != (err != nil) && p.Content != deploy.ContentOwner {
+			t.Errorf("%s: after remove, %v (want it gone: %v)", p.Path, err, gone)
+		}
+	}
+	if _, err := os.Lstat(exe); err == nil {
+		t.Errorf("%s is still there", exe)
+	}
+	for _, u := range plan.Users {
+		if _, err := user.Lookup(u.Name); err != nil {
+			t.Errorf("remove without --purge deleted %s: %v", u.Name, err)
+		}
+	}
+	if st, err := os.Stat(audit); err != nil || int(st.Sys().(*syscall.Stat_t).Uid) != uid {
+		t.Errorf("the audit log after remove: %v, %v", st, err)
+	}
+
+	var again bytes.Buffer
+	if err := deploy.Apply(plan, deploy.ApplyOptions{Owners: []string{owner}, Self: "/bin/true", Out: &again}); err != nil {
+		t.Fatalf("apply after remove: %v", err)
+	}
+	if s := again.String(); !strings.Contains(s, "install /bin/true as "+exe) || strings.Contains(s, "create user") ||
+		strings.Contains(s, "create directory") || !strings.HasSuffix(s, "\n12 changes made\n") {
+		t.Errorf("apply after remove said:\n%s", s)
+	}
+	checkSystemIsPlan(t, plan, owner)
+	if b, _ := os.ReadFile(audit); string(b) != "the chain\n" {
+		t.Errorf("the audit log after apply: %q", b)
+	}
+
+	f = newFakeSystemd()
+	f.pass = true
+	f.running(plan)
+	out, err = runRemove(t, plan, f, deploy.RemoveOptions{Purge: true, Self: exe, Mountinfo: "/proc/self/mountinfo"})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, line := range []string{"\n  " + plan.Home + "/tools: ", "\ndelete " + plan.Home + "/audit and all it holds\n", "\ndelete " + plan.Home + "\n",
+		"\ndelete " + plan.Etc + "\n", "\ndelete user " + plan.UserFor("tools") + " and its group " + plan.UserFor("tools") + "\n",
+		"\ndelete group " + plan.Prefix + "owner (" + owner + " keep their accounts)\n", "\ndelete group " + plan.Prefix + "loop-broker\n"} {
+		if !strings.Contains(out, line) {
+			t.Errorf("no %q in:\n%s", line, out)
+		}
+	}
+	for _, p := range []string{plan.Home, plan.Etc} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s is still there after --purge", p)
+		}
+	}
+	for _, u := range plan.Users {
+		if _, err := user.Lookup(u.Name); err == nil {
+			t.Errorf("user %s is still there after --purge", u.Name)
+		}
+	}
+	for _, g := range plan.Groups {
+		if _, err := user.LookupGroup(g.Name); err == nil {
+			t.Errorf("group %s is still there after --purge", g.Name)
+		}
+	}
+	if _, err := user.Lookup(owner); err != nil {
+		t.Errorf("--purge deleted the owner's account: %v", err)
+	}
+	for _, file := range []string{"/etc/subuid", "/etc/subgid"} {
+		if b, _ := os.ReadFile(file); strings.Contains("\n"+string(b), "\n"+plan.UserFor("tools")+":") {
+			t.Errorf("%s still gives %s a range:\n%s", file, plan.UserFor("tools"), b)
+		}
+	}
+
+	f.ran = nil
+	out, err = runRemove(t, plan, f, deploy.RemoveOptions{Purge: true, Self: exe, Mountinfo: "/proc/self/mountinfo"})
+	if err != nil || out != "nothing to remove: no unit, link, executable, state, user or group of the plan is left\n" || len(f.ran) != 0 {
+		t.Errorf("the second --purge: %v, ran %v:\n%s", err, f.ran, out)
+	}
+}
