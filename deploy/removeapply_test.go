@@ -131,3 +131,53 @@ func TestApplyRemoveApplyPurge(t *testing.T) {
 		t.Errorf("the second --purge: %v, ran %v:\n%s", err, f.ran, out)
 	}
 }
+
+// TestRemovePurgeRefusesAnAccountNotThePlans: an account of a plan name
+// that apply would not take as its own, a person whose primary group is
+// the owner group, or a stranger in a pair group stops --purge before it
+// changes anything: remove deletes only the accounts apply made.
+func TestRemovePurgeRefusesAnAccountNotThePlans(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		prepare func(t *testing.T, plan deploy.Plan)
+		want    string
+	}{
+		{"a user of a plan name that is not the plan's", func(t *testing.T, plan deploy.Plan) {
+			mustRun(t, "usermod", "--comment", "someone else", plan.UserFor("gatewayd"))
+		}, "user PREFIXgatewayd exists (comment \"someone else\", home /nonexistent) and is not the plan's"},
+		{"a person in the owner group by their primary group", func(t *testing.T, plan deploy.Plan) {
+			mustRun(t, "useradd", "--no-create-home", "--gid", plan.Prefix+"owner", plan.Prefix+"bob")
+		}, "group PREFIXowner is the primary group of the user PREFIXbob"},
+		{"a stranger in a pair group", func(t *testing.T, plan deploy.Plan) {
+			mustRun(t, "useradd", "--no-create-home", plan.Prefix+"bob")
+			mustRun(t, "gpasswd", "--add", plan.Prefix+"bob", plan.Prefix+"loop-infer")
+		}, "group PREFIXloop-infer has the member PREFIXbob, whom the plan does not name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := deploytest.Root(t, "/bin/true")
+			plan := deploy.New(deploytest.Params(t, root))
+			t.Cleanup(func() { deploytest.RemoveAccounts(t, plan) })
+			if err := deploy.Apply(plan, deploy.ApplyOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { exec.Command("userdel", plan.Prefix+"bob").Run() })
+			tc.prepare(t, plan)
+			before := snapshot(t, root)
+			f := newFakeSystemd()
+			f.pass = true
+			out, err := runRemove(t, plan, f, deploy.RemoveOptions{Purge: true, Self: filepath.Join(plan.Bin, "boxmaker")})
+			want := strings.ReplaceAll(tc.want, "PREFIX", plan.Prefix)
+			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "nothing was changed") {
+				t.Fatalf("Remove = %v, want a conflict naming %q", err, want)
+			}
+			if out != "" || len(f.ran) != 0 || snapshot(t, root) != before {
+				t.Errorf("a refused remove printed %q, ran %v or changed files", out, f.ran)
+			}
+			for _, u := range plan.Users {
+				if _, err := user.Lookup(u.Name); err != nil {
+					t.Errorf("a refused remove deleted %s", u.Name)
+				}
+			}
+		})
+	}
+}
