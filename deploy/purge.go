@@ -95,8 +95,16 @@ func (r *remover) surveyTree(root, why string, mounts []string, conflict func(st
 			runbook.See("deploy-purge-refused"))
 		return
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Uid != 0 {
-		conflict("%s is not root's, as the plan's is: it may not be the plan's; %s", root, runbook.See("deploy-purge-refused"))
+	// Root's and writable by no one else, as the plan makes it: then no one
+	// can swap an entry for a link between the lstat below and the deletion.
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || st.Uid != 0 || fi.Mode().Perm()&0o022 != 0 {
+		owner := "its owner unknown"
+		if ok {
+			owner = userName(st.Uid)
+		}
+		conflict("%s is not root's alone (%s, mode %04o), as the plan's is: it may not be the plan's, or someone could swap what is in it; %s",
+			root, owner, fi.Mode().Perm(), runbook.See("deploy-purge-refused"))
 		return
 	}
 	inPlan := map[string]bool{}

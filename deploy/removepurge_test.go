@@ -127,7 +127,13 @@ func TestRemovePurgeRefuses(t *testing.T) {
 				t.Fatal(err)
 			}
 			return ""
-		}, "/h is not root's, as the plan's is"},
+		}, "/h is not root's alone (nobody (uid 65534), mode 0711), as the plan's is"},
+		{"a home others may write", nil, func(t *testing.T, plan deploy.Plan) string {
+			if err := os.Chmod(plan.Home, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			return ""
+		}, "/h is not root's alone (root (uid 0), mode 0777), as the plan's is"},
 		{"a mount in the tools' storage", nil, func(t *testing.T, plan deploy.Plan) string {
 			return "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n40 22 0:50 / " + strings.ReplaceAll(plan.Home, " ", `\040`) +
 				"/tools/.local/share/containers/storage/overlay/abc/merged rw - overlay overlay rw\n"
