@@ -142,11 +142,25 @@ func (r *remover) surveyTree(root, why string, mounts []string, conflict func(st
 		conflict("%s: %v; %s", root, err, runbook.See("deploy-purge-refused"))
 		return
 	}
+	// A kept entry owned by a plan user is said: --purge deletes that
+	// account next, and the entry's owner becomes a bare number that the
+	// next account made may get.
+	uids := map[uint64]string{}
+	for name, id := range r.a.planIDs("uid") {
+		uids[id] = name
+	}
 	var foreign []string
 	for _, e := range entries {
-		if !inPlan[e.Name()] {
-			foreign = append(foreign, e.Name())
+		if inPlan[e.Name()] {
+			continue
 		}
+		name := e.Name()
+		if fi, err := e.Info(); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && uids[uint64(st.Uid)] != "" {
+				name += fmt.Sprintf(" (%s's: uid %d once that account is deleted)", uids[uint64(st.Uid)], st.Uid)
+			}
+		}
+		foreign = append(foreign, name)
 	}
 	switch {
 	case len(foreign) > 0:
@@ -196,6 +210,17 @@ func (r *remover) surveyAccounts(conflict func(string, ...any)) {
 			what, group = what+" and its group "+u.Name, true
 			withUser[u.Name] = true
 		}
+		if u.SubIDs {
+			// Files a tool container wrote in a granted folder are owned by
+			// ids of this range; they cannot be found without searching
+			// every disk, so they are said.
+			if ranges, err := readSubIDs(filepath.Join(r.opts.SysEtc, "subuid")); err == nil {
+				if rg, ok := ranges[u.Name]; ok {
+					r.kept = append(r.kept, fmt.Sprintf("any file a tool container wrote in a granted folder: it stays owned by a uid of %s's subordinate range [%d, %d), which is freed (find DIR -uid +%d -uid -%d lists them)",
+						u.Name, rg[0], rg[0]+rg[1], rg[0]-1, rg[0]+rg[1]))
+				}
+			}
+		}
 		name, subIDs := u.Name, u.SubIDs
 		r.acts = append(r.acts, action{what, func() error { return r.deleteUser(name, group, subIDs) }})
 	}
@@ -213,7 +238,7 @@ func (r *remover) surveyAccounts(conflict func(string, ...any)) {
 		what := "delete group " + g.Name
 		if g.Name == r.plan.Prefix+"owner" {
 			if len(members) > 0 {
-				what += " (" + strings.Join(members, ", ") + " keep their accounts)"
+				what += " (its members " + strings.Join(members, ", ") + " keep their accounts)"
 			}
 		} else if i := slices.IndexFunc(members, func(m string) bool { return !slices.Contains(g.Members, m) }); i >= 0 {
 			conflict("group %s has the member %s, whom the plan does not name: it may not be the plan's group", g.Name, members[i])

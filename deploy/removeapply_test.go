@@ -2,6 +2,7 @@ package deploy_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"os/user"
@@ -87,6 +88,14 @@ func TestApplyRemoveApplyPurge(t *testing.T) {
 		t.Errorf("the audit log after apply: %q", b)
 	}
 
+	// A file the plan did not make, left by --purge, and loopd's: said
+	// with the number it is left owned by.
+	extra := filepath.Join(plan.Etc, "notes.bak")
+	writeFile(t, extra, "mine\n", 0o600)
+	loopd, _, _ := deploy.IDs(plan.UserFor("loopd"), plan.UserFor("loopd"))
+	if err := os.Chown(extra, loopd, 0); err != nil {
+		t.Fatal(err)
+	}
 	f = newFakeSystemd()
 	f.pass = true
 	f.running(plan)
@@ -94,17 +103,27 @@ func TestApplyRemoveApplyPurge(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	for _, line := range []string{"\n  " + plan.Home + "/tools: ", "\ndelete " + plan.Home + "/audit and all it holds\n", "\ndelete " + plan.Home + "\n",
-		"\ndelete " + plan.Etc + "\n", "\ndelete user " + plan.UserFor("tools") + " and its group " + plan.UserFor("tools") + "\n",
-		"\ndelete group " + plan.Prefix + "owner (" + owner + " keep their accounts)\n", "\ndelete group " + plan.Prefix + "loop-broker\n"} {
+	t.Logf("remove --purge said:\n%s", out)
+	for _, line := range []string{
+		fmt.Sprintf("\nkept %s: it holds notes.bak (%s's: uid %d once that account is deleted), which the plan did not make", plan.Etc, plan.UserFor("loopd"), loopd),
+		"\nkept any file a tool container wrote in a granted folder: it stays owned by a uid of " + plan.UserFor("tools") + "'s subordinate range [",
+	} {
 		if !strings.Contains(out, line) {
 			t.Errorf("no %q in:\n%s", line, out)
 		}
 	}
-	for _, p := range []string{plan.Home, plan.Etc} {
-		if _, err := os.Lstat(p); err == nil {
-			t.Errorf("%s is still there after --purge", p)
+	for _, line := range []string{"\n  " + plan.Home + "/tools: ", "\ndelete " + plan.Home + "/audit and all it holds\n", "\ndelete " + plan.Home + "\n",
+		"\ndelete user " + plan.UserFor("tools") + " and its group " + plan.UserFor("tools") + "\n",
+		"\ndelete group " + plan.Prefix + "owner (its members " + owner + " keep their accounts)\n", "\ndelete group " + plan.Prefix + "loop-broker\n"} {
+		if !strings.Contains(out, line) {
+			t.Errorf("no %q in:\n%s", line, out)
 		}
+	}
+	if _, err := os.Lstat(plan.Home); err == nil {
+		t.Errorf("%s is still there after --purge", plan.Home)
+	}
+	if entries, _ := os.ReadDir(plan.Etc); len(entries) != 1 {
+		t.Errorf("%s holds %v after --purge, want only notes.bak", plan.Etc, entries)
 	}
 	for _, u := range plan.Users {
 		if _, err := user.Lookup(u.Name); err == nil {
@@ -127,7 +146,8 @@ func TestApplyRemoveApplyPurge(t *testing.T) {
 
 	f.ran = nil
 	out, err = runRemove(t, plan, f, deploy.RemoveOptions{Purge: true, Self: exe, Mountinfo: "/proc/self/mountinfo"})
-	if err != nil || out != "nothing to remove: no unit, link, executable, state, user or group of the plan is left\n" || len(f.ran) != 0 {
+	if err != nil || out != "kept "+plan.Etc+": it holds notes.bak, which the plan did not make (delete them, and it, by hand)\n"+
+		"nothing to remove: no unit, link, executable, state, user or group of the plan is left\n" || len(f.ran) != 0 {
 		t.Errorf("the second --purge: %v, ran %v:\n%s", err, f.ran, out)
 	}
 }
