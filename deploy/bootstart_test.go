@@ -22,7 +22,8 @@ import (
 // container there, loopd against the stand-in model), then the owner chats:
 // a shell call under an auto grant runs in a rootless container of the
 // tools unit and reads the owner's folder, a call with no grant is denied,
-// and `bxctl audit verify` passes.
+// and `bxctl audit verify` passes; then `deploy remove` and `deploy apply
+// --start` again (removeAndReinstall), after which it still passes.
 //
 // Inside the tree only: the tools user's home (Podman's storage) is a
 // directory of the host's file system bound in, since overlayfs (the
@@ -104,6 +105,17 @@ func TestStartUnderBootedSystemd(t *testing.T) {
 	}
 	t.Logf("deploy apply --start:\n%s\nchat, shell:\n%s\nchat, denied:\n%s\naudit verify: %s", out, said, denied, verified)
 	chatted := time.Now()
+
+	// Uninstalled and installed again on the kept state: the audit chain
+	// goes on (brokerd checks its head at start).
+	removed := w.removeAndReinstall()
+	reverified := w.owner(filepath.Join(w.plan.Bin, "bxctl"), "audit", "verify")
+	if !strings.HasPrefix(reverified, "audit: ok, ") || strings.HasPrefix(reverified, "audit: ok, 0 records") {
+		t.Errorf("audit verify after remove and apply: %s", reverified)
+	}
+	t.Logf("deploy remove:\n%s\naudit verify after apply again: %s; remove and apply again %v", removed, reverified,
+		time.Since(chatted).Round(time.Millisecond))
+	chatted = time.Now()
 	off := w.c.poweroff()
 	t.Logf("times: overlay and apply %v, boot %v, deploy apply --start %v, chats and verify %v, poweroff %v; whole test %v",
 		prepared.Sub(began).Round(time.Millisecond), booted.Sub(prepared).Round(time.Millisecond), started.Sub(booted).Round(time.Millisecond),
