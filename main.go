@@ -103,5 +103,6 @@ func ownerHelp(prog string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "  %-28s %s\n", prog+" links DIR", "create the role symlinks in DIR, pointing at this executable")
 	fmt.Fprintf(stdout, "  %-28s %s\n", prog+" version", "print the version")
 	fmt.Fprintf(stdout, "  %-28s %s\n", prog+" deploy plan|apply", "print the deployment plan, or make this system match it (as root)")
+	fmt.Fprintf(stdout, "  %-28s %s\n", prog+" deploy remove", "undo apply, keeping the state unless --purge (as root)")
 	return code
 }

@@ -26,7 +26,9 @@ import (
 // bxctl approve, `bxctl audit verify` passes, and `bxctl doctor` passes as
 // the owner and as root. Then the build is upgraded, mid-session, to a
 // rebuilt binary (deploy upgrade): the session continues on the new build
-// and doctor passes again.
+// and doctor passes again. Last, `deploy remove` and `deploy apply
+// --start` again (removeAndReinstall), after which audit verify still
+// passes on the kept chain.
 //
 // Inside the tree only: the tools user's home (Podman's storage) is a
 // directory of the host's file system bound in, since overlayfs (the
@@ -132,10 +134,21 @@ func TestStartUnderBootedSystemd(t *testing.T) {
 	chatted := time.Now()
 	w.upgradeMidSession(said)
 	upgraded := time.Now()
+
+	// Uninstalled and installed again on the kept state: the audit chain
+	// goes on (brokerd checks its head at start).
+	removed := w.removeAndReinstall()
+	reverified := w.owner(filepath.Join(w.plan.Bin, "bxctl"), "audit", "verify")
+	if !strings.HasPrefix(reverified, "audit: ok, ") || strings.HasPrefix(reverified, "audit: ok, 0 records") {
+		t.Errorf("audit verify after remove and apply: %s", reverified)
+	}
+	t.Logf("deploy remove:\n%s\naudit verify after apply again: %s", removed, reverified)
+	reinstalled := time.Now()
 	off := w.c.poweroff()
-	t.Logf("times: overlay and apply %v, boot %v, deploy apply --start %v, chats, verify and doctor %v, rebuild and upgrade %v, poweroff %v; whole test %v",
+	t.Logf("times: overlay and apply %v, boot %v, deploy apply --start %v, chats, verify and doctor %v, rebuild and upgrade %v, remove and apply again %v, poweroff %v; whole test %v",
 		prepared.Sub(began).Round(time.Millisecond), booted.Sub(prepared).Round(time.Millisecond), started.Sub(booted).Round(time.Millisecond),
-		chatted.Sub(started).Round(time.Millisecond), upgraded.Sub(chatted).Round(time.Millisecond), off.Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
+		chatted.Sub(started).Round(time.Millisecond), upgraded.Sub(chatted).Round(time.Millisecond), reinstalled.Sub(upgraded).Round(time.Millisecond),
+		off.Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
 }
 
 // upgradeMidSession rebuilds boxmaker (another version string, so other

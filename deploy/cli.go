@@ -10,7 +10,7 @@ import (
 	"boxmaker/runbook"
 )
 
-// Main is `boxmaker deploy ...`: plan and apply.
+// Main is `boxmaker deploy ...`: plan, apply and remove.
 func Main(name string, args []string, stdout, stderr io.Writer) int {
 	e := &env{stdout: stdout, stderr: stderr}
 	return cmdline.Run(&grammar{}, args, name, stdout, stderr, e)
@@ -22,6 +22,7 @@ type grammar struct {
 	Plan    planCmd    `cmd:"" help:"Print the deployment: users, groups, paths, sockets, units and the access matrix."`
 	Apply   applyCmd   `cmd:"" help:"Make this system (Debian or another systemd distribution) match the plan, as root."`
 	Upgrade upgradeCmd `cmd:"" help:"Replace the installed boxmaker with a new build and restart the running roles on it, keeping every state; then bxctl doctor."`
+	Remove  removeCmd  `cmd:"" help:"Stop and remove what apply made, as root; the state, configuration and accounts stay unless --purge."`
 }
 
 // where are the plan's parameters as flags; their defaults are Default().
@@ -72,16 +73,7 @@ func (c *applyCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	// Without /proc (a chroot) this executable cannot be told: then it is
-	// not installed, and a missing <Bin>/boxmaker is a conflict.
-	self, err := os.Executable()
-	if err == nil {
-		self, err = filepath.EvalSymlinks(self)
-	}
-	if err != nil {
-		self = ""
-	}
-	if err := Apply(p, ApplyOptions{DryRun: c.DryRun, Owners: c.Owner, Out: e.stdout, Self: self}); err != nil {
+	if err := Apply(p, ApplyOptions{DryRun: c.DryRun, Owners: c.Owner, Out: e.stdout, Self: selfExecutable()}); err != nil {
 		fmt.Fprintln(e.stderr, err)
 		return cmdline.ExitCode(1)
 	}
@@ -89,6 +81,39 @@ func (c *applyCmd) Run(e *env) error {
 		return nil
 	}
 	if err := Start(p, StartOptions{DryRun: c.DryRun, Out: e.stdout}); err != nil {
+		fmt.Fprintln(e.stderr, err)
+		return cmdline.ExitCode(1)
+	}
+	return nil
+}
+
+// selfExecutable is the running executable, symlinks followed. Without
+// /proc (a chroot) it cannot be told: then it is "", apply installs
+// nothing (a missing <Bin>/boxmaker is a conflict) and remove deletes no
+// <Bin>/boxmaker.
+func selfExecutable() string {
+	self, err := os.Executable()
+	if err == nil {
+		self, err = filepath.EvalSymlinks(self)
+	}
+	if err != nil {
+		return ""
+	}
+	return self
+}
+
+type removeCmd struct {
+	where
+	DryRun bool `help:"Print what remove would do; change nothing."`
+	Purge  bool `help:"Also delete the state (the home: audit log, sessions, notes, the tools' Podman storage), the configuration, grants and secrets, then the users and groups. It prints every path first."`
+}
+
+func (c *removeCmd) Run(e *env) error {
+	p, err := c.plan()
+	if err != nil {
+		return err
+	}
+	if err := Remove(p, RemoveOptions{DryRun: c.DryRun, Purge: c.Purge, Out: e.stdout, Self: selfExecutable()}); err != nil {
 		fmt.Fprintln(e.stderr, err)
 		return cmdline.ExitCode(1)
 	}

@@ -93,7 +93,7 @@ func (u *upgrader) steps() []startStep {
 		steps = append(steps, startStep{what, unit, func() (string, error) {
 			state, _, _ := u.opts.Command("systemctl", "is-active", unit)
 			if st := strings.TrimSpace(string(state)); st != "active" {
-				return fmt.Sprintf(": left %s", orNone(st)), nil
+				return fmt.Sprintf(": left %s", stateWord(st)), nil
 			}
 			if err := u.systemctl("restart", unit); err != nil {
 				return "", err
@@ -107,7 +107,7 @@ func (u *upgrader) steps() []startStep {
 		startStep{"check the deployment (" + filepath.Join(u.p.Bin, "bxctl") + " doctor)", "", u.doctor})
 }
 
-func orNone(s string) string {
+func stateWord(s string) string {
 	if s == "" {
 		return "unknown"
 	}
