@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -32,8 +33,9 @@ type UpgradeOptions struct {
 var upgradeRoles = []string{"inferproxy", "brokerd", "loopd", "gatewayd"}
 
 // Upgrade replaces an applied plan's binary with a new build and brings
-// the running roles onto it, as root: the new build must run (its deploy
-// plan), it is installed over <Bin>/boxmaker in one rename, the new
+// the running roles onto it, as root: a copy of the new build beside
+// <Bin>/boxmaker must run (its deploy plan), that copy is renamed over
+// <Bin>/boxmaker, the new
 // build's deploy apply makes what its plan adds, systemd reloads, the tool
 // image is rebuilt from the new binary (brokerd's image = "auto" finds it
 // by content), each running role restarts in dependency order, each must
@@ -55,6 +57,7 @@ func Upgrade(p Plan, opts UpgradeOptions) error {
 	}
 	s := &starter{p: p, opts: StartOptions{DryRun: opts.DryRun, Out: opts.Out, Command: opts.Command, Wait: opts.Wait}, answered: map[string]bool{}}
 	u := &upgrader{starter: s, src: opts.New, dst: filepath.Join(p.Bin, "boxmaker")}
+	defer u.unstage()
 	for _, st := range u.steps() {
 		if opts.DryRun {
 			fmt.Fprintf(opts.Out, "would %s\n", st.what)
@@ -73,11 +76,15 @@ func Upgrade(p Plan, opts UpgradeOptions) error {
 type upgrader struct {
 	*starter
 	src, dst string
+	// staged is the new build copied beside dst under a temporary name
+	// (stage): the file checked is the file installed, whatever happens
+	// to src meanwhile. "" once renamed over dst or removed.
+	staged string
 }
 
 func (u *upgrader) steps() []startStep {
 	steps := []startStep{
-		{"check that " + u.src + " is a boxmaker build (its deploy plan runs)", "", u.checkNew},
+		{"copy " + u.src + " into " + u.p.Bin + " and check that the copy is a boxmaker build (its deploy plan runs)", "", u.checkNew},
 		{"install " + u.src + " as " + u.dst + " (one rename; running roles keep the old build until they restart)", "", u.install},
 		{"make what the new build's plan adds (" + u.dst + " deploy apply)", "", u.apply},
 		{"reload systemd's units (systemctl daemon-reload)", "", func() (string, error) { return "", u.systemctl("daemon-reload") }},
@@ -134,22 +141,61 @@ func (u *upgrader) checkNew() (string, error) {
 	case fi.Mode().Perm()&0o111 == 0:
 		return "", fmt.Errorf("%s is not executable", u.src)
 	}
-	if _, errs, err := u.opts.Command(u.src, append([]string{"deploy", "plan"}, u.whereArgs()...)...); err != nil {
-		return "", fmt.Errorf("%s deploy plan: %v: %s", u.src, err, lastLines(errs, 5))
+	if err := u.stage(); err != nil {
+		return "", err
+	}
+	if _, errs, err := u.opts.Command(u.staged, append([]string{"deploy", "plan"}, u.whereArgs()...)...); err != nil {
+		return "", fmt.Errorf("%s deploy plan (a copy of %s): %v: %s", u.staged, u.src, err, lastLines(errs, 5))
 	}
 	return "", nil
 }
 
+// stage copies src beside dst, root's and 0755, synced.
+func (u *upgrader) stage() error {
+	in, err := os.Open(u.src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp, err := os.CreateTemp(u.p.Bin, ".boxmaker.upgrade.*")
+	if err != nil {
+		return err
+	}
+	u.staged = tmp.Name()
+	_, err = io.Copy(tmp, in)
+	if err == nil {
+		err = tmp.Chmod(0o755)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	return errors.Join(err, tmp.Close())
+}
+
+func (u *upgrader) unstage() {
+	if u.staged != "" {
+		os.Remove(u.staged)
+		u.staged = ""
+	}
+}
+
+// install renames the checked copy over dst: a role starting meanwhile
+// runs the old build or the new one, never half of one.
 func (u *upgrader) install() (string, error) {
-	mine, err1 := os.ReadFile(u.src)
+	mine, err1 := os.ReadFile(u.staged)
 	there, err2 := os.ReadFile(u.dst)
 	if err1 != nil {
 		return "", err1
 	}
 	if err2 == nil && bytes.Equal(mine, there) {
+		u.unstage()
 		return ": already installed", nil
 	}
-	return "", copyExecutable(u.src, u.dst)
+	if err := os.Rename(u.staged, u.dst); err != nil {
+		return "", err
+	}
+	u.staged = ""
+	return "", nil
 }
 
 // apply runs the new build's own deploy apply: its plan may add users,

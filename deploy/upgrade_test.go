@@ -12,10 +12,19 @@ import (
 // upgradeSystem is fakeSystem with the new build's and bxctl's answers.
 type upgradeSystem struct {
 	*fakeSystem
-	doctor string // bxctl doctor's output; "FAIL" in it fails it
+	doctor   string // bxctl doctor's output; "FAIL" in it fails it
+	newBytes string // what the staged copy must hold
 }
 
 func (u *upgradeSystem) command(name string, args ...string) ([]byte, []byte, error) {
+	// The staged copy's name is random; the record says <staged>, and
+	// the copy must hold the new build's bytes.
+	if strings.HasPrefix(name, filepath.Join(u.p.Bin, ".boxmaker.upgrade.")) {
+		if got, err := os.ReadFile(name); err != nil || string(got) != u.newBytes {
+			u.t.Errorf("the staged copy %s holds %q, %v", name, got, err)
+		}
+		name = "<staged>"
+	}
 	out, errs, err := u.fakeSystem.command(name, args...)
 	if err != nil {
 		return out, errs, err
@@ -79,7 +88,7 @@ func runUpgrade(t *testing.T, u *upgradeSystem, src string, dry bool) (string, e
 func TestUpgradeRestartsInOrder(t *testing.T) {
 	p, src := upgradePlan(t)
 	f := &fakeSystem{t: t, p: p, listen: true, active: map[string]string{p.unitName("gatewayd"): "inactive"}}
-	u := &upgradeSystem{fakeSystem: f, doctor: "ok: unit boxmaker-tools.service: active\ndoctor: all 14 checks ok\n"}
+	u := &upgradeSystem{fakeSystem: f, doctor: "ok: unit boxmaker-tools.service: active\ndoctor: all 14 checks ok\n", newBytes: "new build"}
 	core := filepath.Join(p.Home, "memory", "core.md")
 	out, err := runUpgrade(t, u, src, false)
 	if err != nil {
@@ -87,7 +96,7 @@ func TestUpgradeRestartsInOrder(t *testing.T) {
 	}
 	dst := filepath.Join(p.Bin, "boxmaker")
 	want := strings.Join([]string{
-		"ok: check that " + src + " is a boxmaker build (its deploy plan runs)",
+		"ok: copy " + src + " into " + p.Bin + " and check that the copy is a boxmaker build (its deploy plan runs)",
 		"ok: install " + src + " as " + dst + " (one rename; running roles keep the old build until they restart)",
 		"ok: make what the new build's plan adds (" + dst + " deploy apply): nothing to change: the system is the plan",
 		"ok: reload systemd's units (systemctl daemon-reload)",
@@ -105,7 +114,7 @@ func TestUpgradeRestartsInOrder(t *testing.T) {
 	}
 	where := "--prefix=boxmaker- --home=" + p.Home + " --etc=" + p.Etc + " --bin=" + p.Bin + " --unit-dir=/etc/systemd/system --tmpfiles-dir=/etc/tmpfiles.d"
 	wantRan := []string{
-		src + " deploy plan " + where,
+		"<staged> deploy plan " + where,
 		dst + " deploy apply " + where,
 		"systemctl daemon-reload",
 		"runuser -u boxmaker-brokerd -- " + p.Bin + "/brokerd image build --config " + p.etc("brokerd.toml"),
@@ -127,12 +136,18 @@ func TestUpgradeRestartsInOrder(t *testing.T) {
 		t.Errorf("the core memory changed: %q, %v", got, err)
 	}
 
+	if staged, _ := filepath.Glob(filepath.Join(p.Bin, ".boxmaker.upgrade.*")); len(staged) != 0 {
+		t.Errorf("left behind: %q", staged)
+	}
 	// Again: the same bytes are not installed twice.
 	for _, ln := range f.lns {
 		ln.Close()
 	}
 	f.ran, f.lns = nil, nil
 	out, err = runUpgrade(t, u, src, false)
+	if staged, _ := filepath.Glob(filepath.Join(p.Bin, ".boxmaker.upgrade.*")); len(staged) != 0 {
+		t.Errorf("left behind: %q", staged)
+	}
 	if err != nil || !strings.Contains(out, " (one rename; running roles keep the old build until they restart): already installed\n") ||
 		!strings.Contains(out, "brokerd.toml): image = \"auto\" finds it\n") {
 		t.Errorf("the second upgrade: %v\n%s", err, out)
@@ -157,18 +172,21 @@ func TestUpgradeRefusesBeforeChanging(t *testing.T) {
 	}
 	where := " deploy plan --prefix=boxmaker- --home=" + p.Home + " --etc=" + p.Etc + " --bin=" + p.Bin + " --unit-dir=/etc/systemd/system --tmpfiles-dir=/etc/tmpfiles.d"
 	for _, tc := range []struct{ src, want string }{
-		{src, src + " deploy plan: exit status 1: exec format error"},
+		{src, " deploy plan (a copy of " + src + "): exit status 1: exec format error"},
 		{link, "is not a regular file (L---------)"},
 		{plain, plain + " is not executable"},
 	} {
-		f := &fakeSystem{t: t, p: p, fail: map[string]string{src + where: "exec format error"}}
-		out, err := runUpgrade(t, &upgradeSystem{fakeSystem: f}, tc.src, false)
+		f := &fakeSystem{t: t, p: p, fail: map[string]string{"<staged>" + where: "exec format error"}}
+		out, err := runUpgrade(t, &upgradeSystem{fakeSystem: f, newBytes: "new build"}, tc.src, false)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasSuffix(err.Error(), "see docs/runbook.md#deploy-upgrade-failed") ||
-			!strings.HasPrefix(out, "failed: check that "+tc.src) {
+			!strings.HasPrefix(out, "failed: copy "+tc.src) {
 			t.Errorf("%s: %v\n%s", tc.src, err, out)
 		}
 		if got, _ := os.ReadFile(dst); string(got) != "old build" {
 			t.Fatalf("%s: installed", tc.src)
+		}
+		if staged, _ := filepath.Glob(filepath.Join(p.Bin, ".boxmaker.upgrade.*")); len(staged) != 0 {
+			t.Errorf("%s: left behind: %q", tc.src, staged)
 		}
 	}
 	// An image id the owner set, not the new build's: brokerd is not
@@ -183,7 +201,7 @@ func TestUpgradeRefusesBeforeChanging(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := &fakeSystem{t: t, p: p}
-	out, err := runUpgrade(t, &upgradeSystem{fakeSystem: f}, src, false)
+	out, err := runUpgrade(t, &upgradeSystem{fakeSystem: f, newBytes: "new build"}, src, false)
 	if err == nil || !strings.Contains(err.Error(), "brokerd.toml names the image "+old+", not the new build's sha256:abc") ||
 		slices.ContainsFunc(f.ran, func(c string) bool { return strings.Contains(c, "restart") }) {
 		t.Errorf("an old image id: %v, ran %q\n%s", err, f.ran, out)
@@ -192,7 +210,7 @@ func TestUpgradeRefusesBeforeChanging(t *testing.T) {
 		t.Fatal(err)
 	}
 	f = &fakeSystem{t: t, p: p, listen: true}
-	u := &upgradeSystem{fakeSystem: f, doctor: "ok: unit boxmaker-tools.service: active\nFAIL: loopd model: the model does not answer; see docs/runbook.md#model-server-unreachable\ndoctor: 1 of 16 checks failed\n"}
+	u := &upgradeSystem{fakeSystem: f, newBytes: "new build", doctor: "ok: unit boxmaker-tools.service: active\nFAIL: loopd model: the model does not answer; see docs/runbook.md#model-server-unreachable\ndoctor: 1 of 16 checks failed\n"}
 	out, err = runUpgrade(t, u, src, false)
 	if err == nil || !strings.Contains(err.Error(), "bxctl doctor: exit status 1:\n    FAIL: loopd model: the model does not answer") ||
 		!strings.HasSuffix(out, "failed: check the deployment ("+p.Bin+"/bxctl doctor)\n") {
@@ -205,7 +223,7 @@ func TestUpgradeDryRun(t *testing.T) {
 	p, src := upgradePlan(t)
 	f := &fakeSystem{t: t, p: p}
 	out, err := runUpgrade(t, &upgradeSystem{fakeSystem: f}, src, true)
-	if err != nil || len(f.ran) != 0 || strings.Count(out, "would ") != 12 || !strings.HasPrefix(out, "would check that "+src) {
+	if err != nil || len(f.ran) != 0 || strings.Count(out, "would ") != 12 || !strings.HasPrefix(out, "would copy "+src) {
 		t.Fatalf("%v, ran %q\n%s", err, f.ran, out)
 	}
 	if got, _ := os.ReadFile(filepath.Join(p.Bin, "boxmaker")); string(got) != "old build" {
