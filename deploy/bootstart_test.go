@@ -125,7 +125,7 @@ func TestStartUnderBootedSystemd(t *testing.T) {
 		t.Errorf("bxctl doctor as the owner:\n%s", doctor)
 	}
 	rootDoctor, err := w.c.within(time.Minute, filepath.Join(w.plan.Bin, "bxctl"), "doctor")
-	if err != nil || !strings.Contains(rootDoctor, "ok: socket "+plan.Home+"/run/owner-broker/admin.sock: answers, and its [peers] rule refuses root\n") ||
+	if err != nil || !strings.Contains(rootDoctor, "ok: socket "+plan.Home+"/run/owner-broker/admin.sock: answers as boxmaker-brokerd, and its [peers] rule refuses root\n") ||
 		!strings.Contains(rootDoctor, "\ndoctor: all ") {
 		t.Errorf("bxctl doctor as root: %v\n%s", err, rootDoctor)
 	}

@@ -121,6 +121,12 @@ func (r *remover) surveyTree(root, why string, mounts []string, conflict func(st
 		switch {
 		case err != nil:
 			conflict("%s: %v; %s", p.Path, err, runbook.See("deploy-purge-refused"))
+		case (p.Kind == KindDir && fi.IsDir() || p.Kind == KindFile && fi.Mode().IsRegular()) && !madeByApply(r.a, fi, p):
+			// A mistyped --home could name a directory of another
+			// program's whose entries have the plan's names: apply's
+			// modes and owners tell the plan's own apart.
+			conflict("%s is %s, not the plan's %s %s:%s: --purge deletes only what deploy apply made; %s", p.Path, r.a.describe(fi),
+				p.Mode, p.Owner, p.Group, runbook.See("deploy-purge-refused"))
 		case p.Kind == KindDir && fi.IsDir():
 			if m := mountedIn(mounts, p.Path); m != "" {
 				conflict("%s is a mount point in %s: --purge would delete what that file system holds; unmount it first; %s", m, p.Path,
@@ -357,4 +363,22 @@ func mountedIn(mounts []string, dir string) string {
 		}
 	}
 	return ""
+}
+
+// madeByApply says whether fi has p's mode and, where the plan's user and
+// group exist, its owner and group. (Before the accounts are deleted they
+// exist; a tree whose accounts are gone cannot be told by owner.)
+func madeByApply(a *applier, fi fs.FileInfo, p Path) bool {
+	mode, _, _ := strings.Cut(a.describe(fi), " ")
+	if mode != p.Mode {
+		return false
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if u, err := user.Lookup(p.Owner); err == nil && u.Uid != strconv.FormatUint(uint64(st.Uid), 10) {
+		return false
+	}
+	if g, err := user.LookupGroup(p.Group); err == nil && g.Gid != strconv.FormatUint(uint64(st.Gid), 10) {
+		return false
+	}
+	return true
 }

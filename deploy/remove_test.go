@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"slices"
 	"strings"
 	"testing"
@@ -112,7 +113,37 @@ func installed(t *testing.T) (deploy.Plan, string) {
 	mkdir(t, filepath.Join(plan.Etc, "grants"), 0o750)
 	writeFile(t, filepath.Join(plan.Etc, "grants", "g.toml"), "grant\n", 0o640)
 	writeFile(t, filepath.Join(plan.Etc, "brokerd.toml"), "mine\n", 0o640)
+	planModes(t, plan)
 	return plan, self
+}
+
+// planModes gives every path of the plan that exists under the home and
+// etc the plan's mode, as apply makes it (the plan's accounts do not exist
+// here, so owners stay root: --purge compares owners only where they do).
+func planModes(t *testing.T, plan deploy.Plan) {
+	t.Helper()
+	for _, p := range plan.Paths {
+		if p.Kind == deploy.KindLink || filepath.Dir(p.Path) != plan.Home && filepath.Dir(p.Path) != plan.Etc {
+			continue
+		}
+		if _, err := os.Lstat(p.Path); err != nil {
+			continue
+		}
+		m, err := strconv.ParseUint(p.Mode, 8, 32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mode := os.FileMode(m & 0o777)
+		if m&0o2000 != 0 {
+			mode |= os.ModeSetgid
+		}
+		if m&0o1000 != 0 {
+			mode |= os.ModeSticky
+		}
+		if err := os.Chmod(p.Path, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // shortTempDir is a temporary directory with a short name (t.TempDir's

@@ -25,6 +25,7 @@ func TestRemovePurge(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(plan.Home, "mine.txt"), "the owner's\n", 0o600)
+	planModes(t, plan)
 
 	f := newFakeSystemd()
 	f.running(plan)
@@ -134,6 +135,12 @@ func TestRemovePurgeRefuses(t *testing.T) {
 			}
 			return ""
 		}, "/h is not root's alone (root (uid 0), mode 0777), as the plan's is"},
+		{"an entry apply did not make (another mode)", nil, func(t *testing.T, plan deploy.Plan) string {
+			if err := os.Chmod(filepath.Join(plan.Home, "audit"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return ""
+		}, "/h/audit is 0755 root:root, not the plan's 2750 bxr-brokerd:bxr-owner: --purge deletes only what deploy apply made"},
 		{"a mount in the tools' storage", nil, func(t *testing.T, plan deploy.Plan) string {
 			return "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n40 22 0:50 / " + strings.ReplaceAll(plan.Home, " ", `\040`) +
 				"/tools/.local/share/containers/storage/overlay/abc/merged rw - overlay overlay rw\n"

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -125,12 +126,21 @@ func (s *starter) steps() []startStep {
 // buildImage runs brokerd image build as brokerd's user, against the
 // Podman socket its brokerd.toml names, and reports the image.
 func (s *starter) buildImage() (string, error) {
-	out, errs, err := s.opts.Command("runuser", "-u", s.p.UserFor("brokerd"), "--",
-		filepath.Join(s.p.Bin, "brokerd"), "image", "build", "--config", s.p.etc("brokerd.toml"))
+	return s.buildImageWith(filepath.Join(s.p.Bin, "brokerd"))
+}
+
+// buildImageWith is buildImage with the brokerd command given: deploy
+// upgrade builds with the new build before installing it.
+func (s *starter) buildImageWith(brokerd ...string) (string, error) {
+	args := append(append([]string{"-u", s.p.UserFor("brokerd"), "--"}, brokerd...), "image", "build", "--config", s.p.etc("brokerd.toml"))
+	out, errs, err := s.opts.Command("runuser", args...)
 	if err != nil {
 		return "", fmt.Errorf("brokerd image build: %v: %s", err, lastLines(errs, 5))
 	}
 	id := strings.TrimSpace(string(out))
+	if !imageIDForm.MatchString(id) {
+		return "", fmt.Errorf("brokerd image build printed %q, not an image id (sha256: and 64 hex digits)", lastLines(out, 1))
+	}
 	s.imageID = id
 	how := "built"
 	if bytes.Contains(errs, []byte("already imported")) {
@@ -138,6 +148,8 @@ func (s *starter) buildImage() (string, error) {
 	}
 	return fmt.Sprintf(": %s (%s)", id, how), nil
 }
+
+var imageIDForm = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
 // health waits until each started role's unit is active and each socket it
 // listens on accepts a connection. A unit found failed or stopped is reported at

@@ -12,6 +12,9 @@ import (
 	"time"
 )
 
+// fakeImage is the id the stand-in image build prints.
+const fakeImage = "sha256:abcabcabcabcabcabcabcabcabcabcabcabcabcabcabcabcabcabcabcabcabca"
+
 // fakeSystem stands in for systemctl, journalctl and runuser: it records
 // each command, answers is-active from active, and fails the commands
 // fail names (by their joined text).
@@ -36,11 +39,11 @@ func (f *fakeSystem) command(name string, args ...string) ([]byte, []byte, error
 	}
 	switch {
 	case name == "runuser":
-		msg := "brokerd image build: imported sha256:abc (layer sha256:def)"
+		msg := "brokerd image build: imported " + fakeImage + " (layer sha256:def)"
 		if f.reused {
-			msg = "brokerd image build: found, already imported, sha256:abc (layer sha256:def)"
+			msg = "brokerd image build: found, already imported, " + fakeImage + " (layer sha256:def)"
 		}
-		return []byte("sha256:abc\n"), []byte(msg), nil
+		return []byte(fakeImage + "\n"), []byte(msg), nil
 	case name == "journalctl":
 		return []byte("line 1\nline 2: the cause\n"), nil, nil
 	case name == "systemctl" && args[0] == "is-active":
@@ -119,7 +122,7 @@ func TestStartBringsUpTheRoles(t *testing.T) {
 	want := strings.Join([]string{
 		"ok: reload systemd's units (systemctl daemon-reload)",
 		"ok: start boxmaker-tools.service (rootless Podman for the tool containers)",
-		"ok: build the tool image as boxmaker-brokerd: sha256:abc (built)",
+		"ok: build the tool image as boxmaker-brokerd: " + fakeImage + " (built)",
 		`ok: set [podman] image = "auto" in ` + conf,
 		"ok: make sure the core memory exists (loopd starts no session without it): " + p.Home + "/memory/core.md is there, the owner's",
 		"ok: enable and start boxmaker-inferproxy.service",
@@ -170,7 +173,7 @@ func TestStartBringsUpTheRoles(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	for _, line := range []string{
-		"ok: build the tool image as boxmaker-brokerd: sha256:abc (found, built before from the same files)\n",
+		"ok: build the tool image as boxmaker-brokerd: " + fakeImage + " (found, built before from the same files)\n",
 		`ok: set [podman] image = "auto" in ` + conf + ": it says so already\n",
 		"ok: enable and start boxmaker-gatewayd.service\n",
 		"answers on its sockets: inferproxy, brokerd, loopd, gatewayd\n",

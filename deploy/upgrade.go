@@ -2,12 +2,14 @@ package deploy
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"boxmaker/runbook"
@@ -83,13 +85,18 @@ type upgrader struct {
 }
 
 func (u *upgrader) steps() []startStep {
+	// Everything that can refuse for what the new build is or what the
+	// configuration says comes before the rename: until then the old build
+	// is the one any role starts.
 	steps := []startStep{
-		{"copy " + u.src + " into " + u.p.Bin + " and check that the copy is a boxmaker build (its deploy plan runs)", "", u.checkNew},
-		{"install " + u.src + " as " + u.dst + " (one rename; running roles keep the old build until they restart)", "", u.install},
+		{"copy " + u.src + " into " + u.p.Bin + " and check that the copy is a boxmaker build for this deployment (its deploy plan --json)", "", u.checkNew},
+		{"build the tool image with the new build as " + u.p.UserFor("brokerd"), u.p.unitName("tools"), func() (string, error) {
+			return u.buildImageWith(u.staged, "brokerd")
+		}},
+		{"check that brokerd will run that image (" + u.p.etc("brokerd.toml") + ")", "", u.checkImage},
+		{"install the new build as " + u.dst + " (one rename; running roles keep the old build until they restart)", "", u.install},
 		{"make what the new build's plan adds (" + u.dst + " deploy apply)", "", u.apply},
 		{"reload systemd's units (systemctl daemon-reload)", "", func() (string, error) { return "", u.systemctl("daemon-reload") }},
-		{"build the tool image from the new build as " + u.p.UserFor("brokerd"), u.p.unitName("tools"), u.buildImage},
-		{"check that brokerd will run that image (" + u.p.etc("brokerd.toml") + ")", "", u.checkImage},
 	}
 	for _, role := range upgradeRoles {
 		unit := u.p.unitName(role)
@@ -129,34 +136,53 @@ func (u *upgrader) whereArgs() []string {
 		"--unit-dir=" + p.UnitDir, "--tmpfiles-dir=" + p.TmpfilesDir}
 }
 
-// checkNew refuses what is not a plain executable file, and a file that
-// does not run as boxmaker: installing it would stop every role.
+// checkNew refuses what is not a plain executable file, and a file whose
+// deploy plan --json is not this deployment's plan: installing it would
+// stop every role.
 func (u *upgrader) checkNew() (string, error) {
-	fi, err := os.Lstat(u.src)
-	switch {
-	case err != nil:
-		return "", err
-	case !fi.Mode().IsRegular():
-		return "", fmt.Errorf("%s is not a regular file (%s): name the build's file itself", u.src, fi.Mode().Type())
-	case fi.Mode().Perm()&0o111 == 0:
-		return "", fmt.Errorf("%s is not executable", u.src)
-	}
 	if err := u.stage(); err != nil {
 		return "", err
 	}
-	if _, errs, err := u.opts.Command(u.staged, append([]string{"deploy", "plan"}, u.whereArgs()...)...); err != nil {
+	out, errs, err := u.opts.Command(u.staged, append([]string{"deploy", "plan", "--json"}, u.whereArgs()...)...)
+	if err != nil {
 		return "", fmt.Errorf("%s deploy plan (a copy of %s): %v: %s", u.staged, u.src, err, lastLines(errs, 5))
+	}
+	var theirs struct {
+		Params
+		Units []struct {
+			Name string `json:"name"`
+		} `json:"units"`
+	}
+	if err := json.Unmarshal(out, &theirs); err != nil || len(theirs.Units) == 0 {
+		return "", fmt.Errorf("%s deploy plan --json printed no plan (%v): is it a boxmaker build?", u.src, err)
+	}
+	if theirs.Params != u.p.Params {
+		return "", fmt.Errorf("%s plans another deployment (%+v, not %+v)", u.src, theirs.Params, u.p.Params)
 	}
 	return "", nil
 }
 
-// stage copies src beside dst, root's and 0755, synced.
+// stage copies src beside dst, root's and 0755, synced. src is opened
+// without following a link or waiting on a FIFO, and must be a plain
+// executable file.
 func (u *upgrader) stage() error {
-	in, err := os.Open(u.src)
+	in, err := os.OpenFile(u.src, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return fmt.Errorf("%s is a symbolic link: name the build's file itself", u.src)
+	}
 	if err != nil {
 		return err
 	}
 	defer in.Close()
+	fi, err := in.Stat()
+	switch {
+	case err != nil:
+		return err
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s is not a regular file (%s): name the build's file itself", u.src, fi.Mode().Type())
+	case fi.Mode().Perm()&0o111 == 0:
+		return fmt.Errorf("%s is not executable", u.src)
+	}
 	tmp, err := os.CreateTemp(u.p.Bin, ".boxmaker.upgrade.*")
 	if err != nil {
 		return err

@@ -14,22 +14,36 @@ type upgradeSystem struct {
 	*fakeSystem
 	doctor   string // bxctl doctor's output; "FAIL" in it fails it
 	newBytes string // what the staged copy must hold
+	notPlan  string // what the copy's deploy plan --json prints instead of the plan
 }
 
 func (u *upgradeSystem) command(name string, args ...string) ([]byte, []byte, error) {
 	// The staged copy's name is random; the record says <staged>, and
 	// the copy must hold the new build's bytes.
-	if strings.HasPrefix(name, filepath.Join(u.p.Bin, ".boxmaker.upgrade.")) {
-		if got, err := os.ReadFile(name); err != nil || string(got) != u.newBytes {
-			u.t.Errorf("the staged copy %s holds %q, %v", name, got, err)
+	staged := func(s string) string {
+		if !strings.HasPrefix(s, filepath.Join(u.p.Bin, ".boxmaker.upgrade.")) {
+			return s
 		}
-		name = "<staged>"
+		if got, err := os.ReadFile(s); err != nil || string(got) != u.newBytes {
+			u.t.Errorf("the staged copy %s holds %q, %v", s, got, err)
+		}
+		return "<staged>"
+	}
+	name = staged(name)
+	args = slices.Clone(args)
+	for i := range args {
+		args[i] = staged(args[i])
 	}
 	out, errs, err := u.fakeSystem.command(name, args...)
 	if err != nil {
 		return out, errs, err
 	}
 	switch {
+	case name == "<staged>" && len(args) > 2 && args[1] == "plan":
+		if u.notPlan != "" {
+			return []byte(u.notPlan), nil, nil
+		}
+		return u.p.JSON(), nil, nil
 	case len(args) > 1 && args[0] == "deploy" && args[1] == "apply":
 		return []byte("nothing to change: the system is the plan\n"), nil, nil
 	case filepath.Base(name) == "bxctl":
@@ -96,12 +110,12 @@ func TestUpgradeRestartsInOrder(t *testing.T) {
 	}
 	dst := filepath.Join(p.Bin, "boxmaker")
 	want := strings.Join([]string{
-		"ok: copy " + src + " into " + p.Bin + " and check that the copy is a boxmaker build (its deploy plan runs)",
-		"ok: install " + src + " as " + dst + " (one rename; running roles keep the old build until they restart)",
+		"ok: copy " + src + " into " + p.Bin + " and check that the copy is a boxmaker build for this deployment (its deploy plan --json)",
+		"ok: build the tool image with the new build as boxmaker-brokerd: " + fakeImage + " (built)",
+		"ok: check that brokerd will run that image (" + p.etc("brokerd.toml") + ")",
+		"ok: install the new build as " + dst + " (one rename; running roles keep the old build until they restart)",
 		"ok: make what the new build's plan adds (" + dst + " deploy apply): nothing to change: the system is the plan",
 		"ok: reload systemd's units (systemctl daemon-reload)",
-		"ok: build the tool image from the new build as boxmaker-brokerd: sha256:abc (built)",
-		"ok: check that brokerd will run that image (" + p.etc("brokerd.toml") + ")",
 		"ok: restart boxmaker-inferproxy.service if it runs",
 		"ok: restart boxmaker-brokerd.service if it runs (its pending approvals end as abandoned, as audit verify reports; the calls waiting on them fail)",
 		"ok: restart boxmaker-loopd.service if it runs",
@@ -114,10 +128,10 @@ func TestUpgradeRestartsInOrder(t *testing.T) {
 	}
 	where := "--prefix=boxmaker- --home=" + p.Home + " --etc=" + p.Etc + " --bin=" + p.Bin + " --unit-dir=/etc/systemd/system --tmpfiles-dir=/etc/tmpfiles.d"
 	wantRan := []string{
-		"<staged> deploy plan " + where,
+		"<staged> deploy plan --json " + where,
+		"runuser -u boxmaker-brokerd -- <staged> brokerd image build --config " + p.etc("brokerd.toml"),
 		dst + " deploy apply " + where,
 		"systemctl daemon-reload",
-		"runuser -u boxmaker-brokerd -- " + p.Bin + "/brokerd image build --config " + p.etc("brokerd.toml"),
 		"systemctl restart boxmaker-inferproxy.service",
 		"systemctl restart boxmaker-brokerd.service",
 		"systemctl restart boxmaker-loopd.service",
@@ -155,8 +169,9 @@ func TestUpgradeRestartsInOrder(t *testing.T) {
 }
 
 // TestUpgradeRefusesBeforeChanging: a file that is not a boxmaker build (its
-// deploy plan fails), a symlink and a file that is not executable are
-// refused before anything is installed; an image id in brokerd.toml that
+// deploy plan fails, or prints no plan, or another deployment's), a
+// symlink and a file that is not executable are refused before anything
+// is installed; an image id in brokerd.toml that
 // is not the new build's stops it before any restart; a doctor that fails
 // fails the upgrade, with its FAIL lines and the runbook entry.
 func TestUpgradeRefusesBeforeChanging(t *testing.T) {
@@ -170,10 +185,10 @@ func TestUpgradeRefusesBeforeChanging(t *testing.T) {
 	if err := os.WriteFile(plain, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	where := " deploy plan --prefix=boxmaker- --home=" + p.Home + " --etc=" + p.Etc + " --bin=" + p.Bin + " --unit-dir=/etc/systemd/system --tmpfiles-dir=/etc/tmpfiles.d"
+	where := " deploy plan --json --prefix=boxmaker- --home=" + p.Home + " --etc=" + p.Etc + " --bin=" + p.Bin + " --unit-dir=/etc/systemd/system --tmpfiles-dir=/etc/tmpfiles.d"
 	for _, tc := range []struct{ src, want string }{
 		{src, " deploy plan (a copy of " + src + "): exit status 1: exec format error"},
-		{link, "is not a regular file (L---------)"},
+		{link, link + " is a symbolic link: name the build's file itself"},
 		{plain, plain + " is not executable"},
 	} {
 		f := &fakeSystem{t: t, p: p, fail: map[string]string{"<staged>" + where: "exec format error"}}
@@ -189,8 +204,25 @@ func TestUpgradeRefusesBeforeChanging(t *testing.T) {
 			t.Errorf("%s: left behind: %q", tc.src, staged)
 		}
 	}
-	// An image id the owner set, not the new build's: brokerd is not
-	// restarted onto the old toolkit.
+	// A program that runs but prints no plan (true, say), and a build that
+	// plans another deployment, are not installed.
+	other := p
+	other.Home = "/srv/elsewhere"
+	for _, tc := range []struct{ printed, want string }{
+		{"\n", src + " deploy plan --json printed no plan"},
+		{string(New(other.Params).JSON()), src + " plans another deployment"},
+	} {
+		f := &fakeSystem{t: t, p: p}
+		out, err := runUpgrade(t, &upgradeSystem{fakeSystem: f, newBytes: "new build", notPlan: tc.printed}, src, false)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || len(f.ran) != 1 {
+			t.Errorf("%q: %v, ran %q\n%s", tc.want, err, f.ran, out)
+		}
+		if got, _ := os.ReadFile(dst); string(got) != "old build" {
+			t.Fatalf("%q: installed", tc.want)
+		}
+	}
+	// An image id the owner set, not the new build's: the new build is not
+	// installed, and brokerd is not restarted onto the old toolkit.
 	conf := p.etc("brokerd.toml")
 	seed, err := os.ReadFile(conf)
 	if err != nil {
@@ -202,9 +234,12 @@ func TestUpgradeRefusesBeforeChanging(t *testing.T) {
 	}
 	f := &fakeSystem{t: t, p: p}
 	out, err := runUpgrade(t, &upgradeSystem{fakeSystem: f, newBytes: "new build"}, src, false)
-	if err == nil || !strings.Contains(err.Error(), "brokerd.toml names the image "+old+", not the new build's sha256:abc") ||
+	if err == nil || !strings.Contains(err.Error(), "brokerd.toml names the image "+old+", not the new build's "+fakeImage) ||
 		slices.ContainsFunc(f.ran, func(c string) bool { return strings.Contains(c, "restart") }) {
 		t.Errorf("an old image id: %v, ran %q\n%s", err, f.ran, out)
+	}
+	if got, _ := os.ReadFile(dst); string(got) != "old build" {
+		t.Fatal("an old image id: the new build was installed")
 	}
 	if err := os.WriteFile(conf, seed, 0o640); err != nil {
 		t.Fatal(err)

@@ -81,7 +81,7 @@ func fixtures() []fixture {
 		{"msg-health", envelope(1, true, Health{})},
 		{"msg-health_report", envelope(1, true, HealthReport{[]HealthCheck{
 			{"grants", true, "3 grant files, no problem", ""},
-			{"taint floor", false, "the floor cannot be read: unexpected end of JSON input", "broker-floor-damaged"}}, &AuditHead{44, fxHash}})},
+			{"taint floor", false, "the floor cannot be read: unexpected end of JSON input", "see docs/runbook.md#broker-floor-damaged"}}, &AuditHead{44, fxHash}})},
 		{"msg-health_report-loopd", envelope(1, true, HealthReport{[]HealthCheck{{"model", true, "n_ctx 4096, 1 slot", ""}}, nil})},
 		{"msg-approval_request", envelope(1, true, ApprovalRequest{fxBroker, 41, fxSession, 3, "shell", fxArgs, "shell-scratch", Private, fxTime, fxExpires,
 			CallDigest("shell", fxArgs, "shell-scratch", Private), AuditHead{41, fxHash}})},

@@ -1,9 +1,9 @@
 package wire
 
 // Health asks a daemon how it stands, for bxctl doctor (issue 27):
-// brokerd answers it on admin.sock, loopd on the loop.sock the owner and
-// gatewayd use. It changes nothing and carries nothing back that the
-// asker could not learn with the access it already has.
+// brokerd answers it on admin.sock, loopd on the owner's loop.sock (not on
+// gatewayd's or brokerd's). It changes nothing and carries back nothing an
+// owner could not learn already (check_grants, the jobs list, the journal).
 type Health struct{}
 
 // HealthReport answers Health: the daemon's checks, in its order, and for
@@ -15,8 +15,9 @@ type HealthReport struct {
 }
 
 // HealthCheck is one line of bxctl doctor: what was checked, whether it
-// holds, what was seen, and when it fails the runbook anchor that explains
-// it ("" when it holds).
+// holds, what was seen, and when it fails the runbook line that explains
+// it ("see docs/runbook.md#<anchor>"; "" when it holds). A client prints
+// the name and detail as data and the line only in that exact form.
 type HealthCheck struct {
 	Name    string `json:"name"`
 	OK      bool   `json:"ok"`

@@ -1,20 +1,19 @@
 package bxctl
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
 
-	"boxmaker/audit"
+	"boxmaker/runbook"
 	"boxmaker/wire"
 )
 
@@ -23,7 +22,9 @@ import (
 // brokerd and loopd report of themselves on the sockets the owner may use
 // (health), and the audit chain against the head brokerd names. The roles
 // answer only for what their own access lets them see; doctor adds nothing
-// to anyone's access.
+// to anyone's access. What a role sends is data: a check name or runbook
+// line not in their plain form is replaced, and every detail is printed
+// through wire.Printable.
 
 type doctorCmd struct {
 	JSON        bool   `name:"json" help:"Print the checks as one JSON object, for scripts."`
@@ -35,10 +36,6 @@ type doctorCmd struct {
 
 // doctorUnits are the units doctor asks systemd about, in start order.
 var doctorUnits = []string{"tools", "inferproxy", "brokerd", "loopd", "gatewayd"}
-
-// peerWait is how long a socket has to close a connection from root, which
-// no [peers] rule names: a listener that keeps it open let root in.
-const peerWait = 2 * time.Second
 
 type doctor struct {
 	c      *doctorCmd
@@ -69,22 +66,26 @@ func (c *doctorCmd) Run(e *env) error {
 	if admin == "" {
 		admin = filepath.Join(d.home, "run", "owner-broker", "admin.sock")
 	}
-	if rep, ok := d.health("brokerd", admin); ok {
-		d.auditChain(rep.Head)
+	if rep, ok := d.health("brokerd", admin, runbook.See("admin-unavailable")); ok {
+		d.auditChain(rep.Head, true)
+	} else if d.root {
+		d.auditChain(nil, false)
 	}
 	loop := c.LoopSocket
 	if loop == "" {
 		loop = filepath.Join(d.home, "run", "owner-loop", "loop.sock")
 	}
-	d.health("loopd", loop)
+	d.health("loopd", loop, runbook.See("loop-unavailable"))
 	return d.print()
 }
 
-func (d *doctor) add(name string, ok bool, detail, anchor string) {
+// add records a check; see is its runbook line (runbook.See), said only
+// when it fails.
+func (d *doctor) add(name string, ok bool, detail, see string) {
 	if ok {
-		anchor = ""
+		see = ""
 	}
-	d.checks = append(d.checks, wire.HealthCheck{Name: name, OK: ok, Detail: detail, Runbook: anchor})
+	d.checks = append(d.checks, wire.HealthCheck{Name: name, OK: ok, Detail: detail, Runbook: see})
 }
 
 // units asks systemd whether each unit is active. gatewayd may be left
@@ -101,7 +102,7 @@ func (d *doctor) units() {
 		case state == "active":
 			d.add("unit "+unit, true, "active", "")
 		case errors.Is(err, exec.ErrNotFound):
-			d.add("unit "+unit, false, "systemctl is not installed: is this a systemd host?", "deploy-start-failed")
+			d.add("unit "+unit, false, "systemctl is not installed: is this a systemd host?", runbook.See("deploy-start-failed"))
 		case role == "gatewayd" && state == "inactive":
 			if enabled, _ := command("is-enabled", unit); enabled != "enabled" {
 				d.gatewaydOff = true
@@ -110,16 +111,9 @@ func (d *doctor) units() {
 			}
 			fallthrough
 		default:
-			d.add("unit "+unit, false, fmt.Sprintf("%s (journalctl -u %s says why)", orUnknown(state), unit), "deploy-start-failed")
+			d.add("unit "+unit, false, fmt.Sprintf("%s (journalctl -u %s says why)", orUnknown(state), unit), runbook.See("deploy-start-failed"))
 		}
 	}
-}
-
-func orUnknown(s string) string {
-	if s == "" {
-		return "unknown"
-	}
-	return s
 }
 
 func runSystemctl(args ...string) (string, error) {
@@ -127,57 +121,34 @@ func runSystemctl(args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), err
 }
 
-// sockets, as root, dials every socket under <home>/run: each must answer,
-// and each with a [peers] rule must close root's connection before any
-// byte (unixsock refuses a peer it does not name). Podman's socket checks
-// no peer; the modes of its directory guard it.
-func (d *doctor) sockets() {
-	paths, _ := filepath.Glob(filepath.Join(d.home, "run", "*", "*.sock"))
-	if len(paths) == 0 {
-		d.add("sockets", false, "no socket under "+filepath.Join(d.home, "run"), "socket-unavailable")
-	}
-	for _, p := range paths {
-		name := "socket " + p
-		c, err := net.DialTimeout("unix", p, time.Second)
-		if err != nil {
-			d.add(name, false, "does not answer: "+err.Error(), "socket-unavailable")
-			continue
-		}
-		if filepath.Base(p) == "podman.sock" {
-			c.Close()
-			d.add(name, true, "answers (Podman checks no peer: the modes of its directory guard it)", "")
-			continue
-		}
-		_ = c.SetReadDeadline(time.Now().Add(peerWait))
-		_, err = c.Read(make([]byte, 1))
-		c.Close()
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			d.add(name, false, "let root in: its [peers] rule admits a user it should not", "peer-refused")
-			continue
-		}
-		d.add(name, true, "answers, and its [peers] rule refuses root", "")
-	}
-}
+// A role's check names and runbook lines are taken only in these forms.
+var (
+	checkName   = regexp.MustCompile(`^[a-z][a-z0-9 -]{0,39}$`)
+	runbookLine = regexp.MustCompile(`^see docs/runbook\.md#[a-z0-9-]{1,64}$`)
+)
 
 // health asks a role for its checks and adds them, each named after the
-// role. A socket that refuses the connection (not its peer) or does not
-// answer is one failed check.
-func (d *doctor) health(role, path string) (wire.HealthReport, bool) {
+// role. A socket that does not answer is one failed check; as root, one
+// that closes the connection (root is not its peer) is said to be
+// skipped. fallback is the runbook line of a check whose own is not one.
+func (d *doctor) health(role, path, fallback string) (wire.HealthReport, bool) {
 	rep, err := askHealth(path)
 	if err != nil {
-		anchor := "admin-unavailable"
-		if role == "loopd" {
-			anchor = "loop-unavailable"
-		}
 		if d.root && errors.Is(err, errClosed) {
 			d.add(role, true, fmt.Sprintf("skipped: %s closes root's connection (not its peer); run bxctl doctor as an owner for %s's own checks", path, role), "")
 			return rep, false
 		}
-		d.add(role, false, fmt.Sprintf("%s: %v", path, err), anchor)
+		d.add(role, false, fmt.Sprintf("%s: %v", path, err), fallback)
 		return rep, false
 	}
 	for _, c := range rep.Checks {
+		if !checkName.MatchString(c.Name) {
+			c = wire.HealthCheck{Name: "report", Detail: fmt.Sprintf("%s sent a check named \"%s\", not plain words; its detail: %s",
+				role, c.Name, c.Detail)}
+		}
+		if !c.OK && !runbookLine.MatchString(c.Runbook) {
+			c.Runbook = fallback
+		}
 		if role == "brokerd" && c.Name == "gatewayd" && !c.OK && d.gatewaydOff {
 			c.OK, c.Detail = true, "not reached, and not enabled: approvals are answered with bxctl approve and bxctl refuse"
 		}
@@ -213,41 +184,4 @@ func askHealth(path string) (wire.HealthReport, error) {
 		return wire.HealthReport{}, fmt.Errorf("refused the health request: %s: %s", m.Code, wire.Printable(m.Detail))
 	}
 	return wire.HealthReport{}, fmt.Errorf("answered %s to the health request", env.Msg.Kind())
-}
-
-// auditChain verifies the whole log against the head brokerd reported:
-// the chain must hold that record. brokerd's own head file is compared
-// too where this user may read it (root).
-func (d *doctor) auditChain(head *wire.AuditHead) {
-	dir := filepath.Join(d.home, "audit")
-	if head == nil {
-		d.add("audit chain", true, "the log is empty", "")
-		return
-	}
-	headFile := filepath.Join(d.home, "broker", "audit-head")
-	if _, err := os.Stat(headFile); err != nil {
-		headFile = ""
-	}
-	rep, herr, perr, err := audit.VerifyDirPosted(dir, headFile, *head)
-	if err != nil {
-		anchor := "audit-unavailable"
-		if errors.Is(err, fs.ErrPermission) {
-			err = fmt.Errorf("%w (an owner may read it: is this user in the owner group?)", err)
-		}
-		d.add("audit chain", false, err.Error(), anchor)
-		return
-	}
-	var b bytes.Buffer
-	ok, _ := audit.FormatReport(&b, rep)
-	first, _, _ := strings.Cut(b.String(), "\n")
-	switch {
-	case !ok:
-		d.add("audit chain", false, first, "audit-chain-broken")
-	case herr != nil:
-		d.add("audit chain", false, herr.Error(), "audit-head-mismatch")
-	case perr != nil:
-		d.add("audit chain", false, perr.Error(), "audit-head-posted-mismatch")
-	default:
-		d.add("audit chain", true, fmt.Sprintf("%s; it holds record %d, brokerd's head", strings.TrimPrefix(first, "audit: ok, "), head.Seq), "")
-	}
 }

@@ -67,7 +67,7 @@ func TestDoctorAllOK(t *testing.T) {
 	home, head := doctorHome(t)
 	broker := startFake(t, filepath.Join(home, "run", "owner-broker", "admin.sock"), always(wire.HealthReport{
 		Checks: []wire.HealthCheck{{Name: "grants", OK: true, Detail: "the grant files load with no problem"},
-			{Name: "gatewayd", OK: false, Detail: "the last try to reach it failed", Runbook: "gatewayd-unreachable"}}, Head: &head}))
+			{Name: "gatewayd", OK: false, Detail: "the last try to reach it failed", Runbook: "see docs/runbook.md#gatewayd-unreachable"}}, Head: &head}))
 	startFake(t, filepath.Join(home, "run", "owner-loop", "loop.sock"), always(wire.HealthReport{
 		Checks: []wire.HealthCheck{{Name: "model", OK: true, Detail: "answers; n_ctx 4096"}}}))
 	code, out, errs := runDoctor(t, home, 1000, allActive())
@@ -78,7 +78,7 @@ ok: unit boxmaker-loopd.service: active
 ok: unit boxmaker-gatewayd.service: not enabled: Mattermost is not set up (deploy apply --start starts it once it is)
 ok: brokerd grants: the grant files load with no problem
 ok: brokerd gatewayd: not reached, and not enabled: approvals are answered with bxctl approve and bxctl refuse
-ok: audit chain: 3 records, head ` + head.Hash.String() + `; it holds record 2, brokerd's head
+ok: audit chain: 3 records, head ` + head.Hash.String() + `; it holds record 2, the head brokerd reports
 ok: loopd model: answers; n_ctx 4096
 doctor: all 9 checks ok
 `
@@ -98,7 +98,7 @@ func TestDoctorFailures(t *testing.T) {
 	home, head := doctorHome(t)
 	forged := wire.AuditHead{Seq: head.Seq, Hash: wire.Sha256([]byte("another log"))}
 	startFake(t, filepath.Join(home, "run", "owner-broker", "admin.sock"), always(wire.HealthReport{
-		Checks: []wire.HealthCheck{{Name: "secrets", OK: false, Detail: "too open; see docs/runbook.md#secrets-dir-unsafe", Runbook: "secrets-dir-unsafe"}},
+		Checks: []wire.HealthCheck{{Name: "secrets", OK: false, Detail: "too open; see docs/runbook.md#secrets-dir-unsafe", Runbook: "see docs/runbook.md#secrets-dir-unsafe"}},
 		Head:   &forged}))
 	states := allActive()
 	states["boxmaker-brokerd.service"] = "failed"
@@ -113,7 +113,7 @@ func TestDoctorFailures(t *testing.T) {
 			t.Errorf("no %q in\n%s", line, out)
 		}
 	}
-	if !strings.Contains(out, "FAIL: audit chain: ") || !strings.Contains(out, "see docs/runbook.md#audit-head-posted-mismatch\n") {
+	if !strings.Contains(out, "FAIL: audit chain: the head brokerd reports: ") || !strings.Contains(out, "see docs/runbook.md#audit-head-mismatch\n") {
 		t.Errorf("the forged head passed:\n%s", out)
 	}
 	if code != 1 {
@@ -126,7 +126,7 @@ func TestDoctorFailures(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(js), &rep); err != nil || code != 1 || rep.OK || len(rep.Checks) != 8 ||
 		rep.Checks[2] != (wire.HealthCheck{Name: "unit boxmaker-brokerd.service", OK: false,
-			Detail: "failed (journalctl -u boxmaker-brokerd.service says why)", Runbook: "deploy-start-failed"}) {
+			Detail: "failed (journalctl -u boxmaker-brokerd.service says why)", Runbook: "see docs/runbook.md#deploy-start-failed"}) {
 		t.Fatalf("exit %d, %v: %s", code, err, js)
 	}
 }
@@ -134,7 +134,8 @@ func TestDoctorFailures(t *testing.T) {
 // TestDoctorAsRoot: root dials every socket under run/: one whose [peers]
 // rule refuses root passes, one that lets root in fails, and brokerd's
 // admin.sock closing root's connection is said, not failed (root is no
-// owner).
+// owner); the audit chain is then held to brokerd's head file, as
+// brokerd's start holds it.
 func TestDoctorAsRoot(t *testing.T) {
 	home, _ := doctorHome(t)
 	refusing := func(path string) {
@@ -180,11 +181,12 @@ func TestDoctorAsRoot(t *testing.T) {
 	}()
 	code, out, _ := runDoctor(t, home, 0, allActive())
 	for _, line := range []string{
-		"ok: socket " + admin + ": answers, and its [peers] rule refuses root\n",
-		"FAIL: socket " + open + ": let root in: its [peers] rule admits a user it should not; see docs/runbook.md#peer-refused\n",
+		"ok: socket " + admin + ": answers as root, and its [peers] rule refuses root\n",
+		"FAIL: socket " + open + ": let root in (listened on by root): its [peers] rule admits a user it should not; see docs/runbook.md#peer-refused\n",
 		"ok: brokerd: skipped: " + admin + " closes root's connection (not its peer); run bxctl doctor as an owner for brokerd's own checks\n",
 		"ok: loopd: skipped: " + loop + " closes root's connection (not its peer); run bxctl doctor as an owner for loopd's own checks\n",
-		"doctor: 1 of 10 checks failed\n",
+		"ok: audit chain: 3 records, head ",
+		"doctor: 1 of 11 checks failed\n",
 	} {
 		if !strings.Contains(out, line) {
 			t.Errorf("no %q in\n%s", line, out)

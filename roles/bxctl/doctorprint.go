@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"boxmaker/runbook"
 	"boxmaker/wire"
 )
 
@@ -25,7 +24,12 @@ func (d *doctor) print() error {
 		}
 	}
 	if d.c.JSON {
-		b, err := wire.Marshal(doctorReport{OK: failed == 0, Checks: d.checks})
+		// Printable here too: scripts may show what they read.
+		checks := make([]wire.HealthCheck, len(d.checks))
+		for i, c := range d.checks {
+			checks[i] = wire.HealthCheck{Name: wire.Printable(c.Name), OK: c.OK, Detail: wire.Printable(c.Detail), Runbook: c.Runbook}
+		}
+		b, err := wire.Marshal(doctorReport{OK: failed == 0, Checks: checks})
 		if err != nil {
 			return err
 		}
@@ -35,14 +39,14 @@ func (d *doctor) print() error {
 	} else {
 		var b strings.Builder
 		for _, c := range d.checks {
+			// Runbook is a line doctor wrote or checked (health): the
+			// name and detail may hold anything a role or a file name had.
+			name, detail := wire.Printable(c.Name), wire.Printable(c.Detail)
 			if c.OK {
-				fmt.Fprintf(&b, "ok: %s: %s\n", c.Name, wire.Printable(c.Detail))
+				fmt.Fprintf(&b, "ok: %s: %s\n", name, detail)
 				continue
 			}
-			// A role's detail may already end with its runbook line.
-			detail, see := wire.Printable(c.Detail), runbook.See(c.Runbook)
-			detail = strings.TrimSuffix(strings.TrimSuffix(detail, see), "; ")
-			fmt.Fprintf(&b, "FAIL: %s: %s; %s\n", c.Name, detail, see)
+			fmt.Fprintf(&b, "FAIL: %s: %s; %s\n", name, strings.TrimSuffix(strings.TrimSuffix(detail, c.Runbook), "; "), c.Runbook)
 		}
 		if failed == 0 {
 			fmt.Fprintf(&b, "doctor: all %d checks ok\n", len(d.checks))

@@ -59,3 +59,35 @@ func TestLayerDigest(t *testing.T) {
 		t.Error("a missing input gave a digest")
 	}
 }
+
+// TestToolkitIsTheRunningFile: with no toolkit named, the toolkit is the
+// file this process runs, by /proc/self/exe, so that a new build renamed
+// over the executable's path (deploy upgrade) is not taken for this
+// brokerd's own; the digest is that of the running file's bytes.
+func TestToolkitIsTheRunningFile(t *testing.T) {
+	in, err := Inputs{Busybox: "bb", CABundle: "ca"}.withDefaults()
+	if err != nil || in.Toolkit != "/proc/self/exe" || in.Busybox != "bb" || in.CABundle != "ca" {
+		t.Fatalf("%+v, %v", in, err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca")
+	if err := os.WriteFile(ca, []byte("PEM"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	self, err := LayerDigest(Inputs{Busybox: exe, CABundle: ca})
+	if err != nil {
+		t.Fatal(err)
+	}
+	named, err := LayerDigest(Inputs{Toolkit: exe, Busybox: exe, CABundle: ca})
+	if err != nil || named != self {
+		t.Fatalf("by /proc/self/exe %s, by its path %s (%v)", self, named, err)
+	}
+	defaults, err := Inputs{}.withDefaults()
+	if err != nil || defaults.Busybox != DefaultBusybox || defaults.CABundle != DefaultCABundle {
+		t.Fatalf("defaults %+v, %v", defaults, err)
+	}
+}

@@ -18,11 +18,22 @@ import (
 // ErrNotFound is Find's error when no tool image has the layer.
 var ErrNotFound = errors.New("image: no tool image has this layer")
 
+// selfExe opens the file this process runs, even once another file has
+// been renamed over its path (deploy upgrade does): brokerd's own toolkit
+// is the running build's, never the next one's.
+const selfExe = "/proc/self/exe"
+
 // withDefaults fills in the inputs left empty: this executable as the
-// toolkit (symlinks followed: as a role link, it is boxmaker), Debian's
+// toolkit (the running file, by /proc/self/exe; without /proc, its path
+// with symlinks followed: as a role link, it is boxmaker), Debian's
 // busybox and CA bundle.
 func (in Inputs) withDefaults() (Inputs, error) {
 	if in.Toolkit == "" {
+		if f, err := os.Open(selfExe); err == nil {
+			f.Close()
+			in.Toolkit = selfExe
+			return in.withSystemDefaults(), nil
+		}
 		exe, err := os.Executable()
 		if err != nil {
 			return in, fmt.Errorf("image: cannot find this executable to use as the toolkit: %w", err)
@@ -31,13 +42,17 @@ func (in Inputs) withDefaults() (Inputs, error) {
 			return in, fmt.Errorf("image: %w", err)
 		}
 	}
+	return in.withSystemDefaults(), nil
+}
+
+func (in Inputs) withSystemDefaults() Inputs {
 	if in.Busybox == "" {
 		in.Busybox = DefaultBusybox
 	}
 	if in.CABundle == "" {
 		in.CABundle = DefaultCABundle
 	}
-	return in, nil
+	return in
 }
 
 // LayerDigest is the digest of the layer Build would write from in, empty

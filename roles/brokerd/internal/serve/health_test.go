@@ -30,7 +30,7 @@ func TestHealthReport(t *testing.T) {
 		detail string
 		anchor string
 	}{
-		{"tool runtime", false, "no [podman] image in brokerd.toml: every allowed call fails", "tool-image-missing"},
+		{"tool runtime", false, "no [podman] image in brokerd.toml: every allowed call fails", "see docs/runbook.md#tool-image-missing"},
 		{"grants", true, "the grant files load with no problem", ""},
 		{"jobs", true, "the job files load with no problem", ""},
 		{"secrets", true, h.cfg.Paths.Secrets + " does not exist: a grant naming a secret is denied", ""},
@@ -58,10 +58,10 @@ func TestHealthReport(t *testing.T) {
 	}
 	rep = report()
 	grants, secrets := rep.Checks[1], rep.Checks[3]
-	if grants.OK || grants.Runbook != "grants-invalid" || grants.Detail != "1 problem: zz.toml: max_taint: missing required field" {
+	if grants.OK || grants.Runbook != "see docs/runbook.md#grants-invalid" || grants.Detail != "1 problem: zz.toml: max_taint: missing required field" {
 		t.Errorf("grants %+v", grants)
 	}
-	if secrets.OK || secrets.Runbook != "secrets-dir-unsafe" || !strings.Contains(secrets.Detail, h.cfg.Paths.Secrets) {
+	if secrets.OK || secrets.Runbook != "see docs/runbook.md#secrets-dir-unsafe" || !strings.Contains(secrets.Detail, h.cfg.Paths.Secrets) {
 		t.Errorf("secrets %+v", secrets)
 	}
 	if records := h.records(); len(records) == 0 || rep.Head == nil || rep.Head.Seq != records[len(records)-1].Seq {
@@ -85,9 +85,9 @@ func TestHealthGatewayd(t *testing.T) {
 	}
 	h := start(t, nil, withGatewayd(t, false, nil))
 	eventually(t, "brokerd to find gatewayd unreachable", func() bool {
-		return strings.Contains(h.stderr.String(), "gatewayd-unreachable")
+		return strings.Contains(h.stderr.String(), "see docs/runbook.md#gatewayd-unreachable")
 	})
-	if c := gatewayd(h.admin(wire.Health{}).(wire.HealthReport)); c.OK || c.Runbook != "gatewayd-unreachable" {
+	if c := gatewayd(h.admin(wire.Health{}).(wire.HealthReport)); c.OK || c.Runbook != "see docs/runbook.md#gatewayd-unreachable" {
 		t.Errorf("down: %+v", c)
 	}
 	var g *gatewaytest.Gatewayd

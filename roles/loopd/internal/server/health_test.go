@@ -18,9 +18,10 @@ import (
 // TestHealth is bxctl doctor's view of loopd (issue 27): the model through
 // infer.sock with what loopd learnt at start, the special tokens, and the
 // core memory, each read again at every request: a core memory gone and a
-// model server stopped fail with their runbook anchors.
+// model server stopped fail with their runbook lines. gatewayd's and
+// brokerd's sockets refuse the request.
 func TestHealth(t *testing.T) {
-	cfg, _ := setup(t)
+	cfg, _ := setup(t, `gateway = "[[dir]]/gw/loop.sock"`, `jobs = "[[dir]]/jobs/loop.sock"`)
 	fake := startFake(t, cfg.Model.Socket, fakellama.Options{NCtx: 8192})
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
@@ -38,6 +39,28 @@ func TestHealth(t *testing.T) {
 			t.Error(err)
 		}
 	}()
+	send := func(sock string) wire.Envelope {
+		t.Helper()
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if err := wire.WriteEnvelope(c, wire.Request(1, wire.Health{})); err != nil {
+			t.Fatal(err)
+		}
+		e, err := wire.ReadEnvelope(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	for _, sock := range []string{cfg.Listen.Gateway, cfg.Listen.Jobs} {
+		if e := send(sock); e.Msg != (wire.WireError{Code: wire.Forbidden, Detail: "loop.sock accepts only say, not health"}) {
+			t.Errorf("%s answered %#v", sock, e.Msg)
+		}
+	}
 	ask := func() []wire.HealthCheck {
 		t.Helper()
 		c, err := net.Dial("unix", cfg.Listen.Socket)
@@ -77,10 +100,10 @@ func TestHealth(t *testing.T) {
 	os.Remove(filepath.Join(cfg.Paths.Home, "memory", "core.md"))
 	fake.Close()
 	checks = ask()
-	if m := checks[0]; m.OK || m.Runbook != "model-server-unreachable" || !strings.HasPrefix(m.Detail, "the model does not answer /health through "+cfg.Model.Socket) {
+	if m := checks[0]; m.OK || m.Runbook != "see docs/runbook.md#model-server-unreachable" || !strings.HasPrefix(m.Detail, "the model does not answer /health through "+cfg.Model.Socket) {
 		t.Errorf("model %+v", m)
 	}
-	if c := checks[2]; c.OK || c.Runbook != "core-memory-unreadable" {
+	if c := checks[2]; c.OK || c.Runbook != "see docs/runbook.md#core-memory-unreadable" {
 		t.Errorf("core memory %+v", c)
 	}
 }

@@ -101,11 +101,13 @@ func Run(ctx context.Context, o Options) error {
 	if o.Ready != nil {
 		o.Ready()
 	}
+	// Only the owner's socket answers bxctl doctor's health request:
+	// gatewayd, the role that faces the internet, need not learn the model
+	// or drive its /health and brokerd's socket.
 	hc := &health{cfg: cfg, client: client, nctx: nctx, slots: nslots, vocab: vocab}
-	srv := &channel.Server{Say: mgr.Say, Health: hc.report, Log: say}
-	srvs := []*channel.Server{srv}
+	srvs := []*channel.Server{{Say: mgr.Say, Health: hc.report, Log: say}}
 	if cfg.Listen.Gateway != "" {
-		srvs = append(srvs, srv)
+		srvs = append(srvs, &channel.Server{Say: mgr.Say, Log: say})
 	}
 	if cfg.Listen.Jobs != "" {
 		// brokerd's jobs socket only starts sessions (Manager.SayNew).
