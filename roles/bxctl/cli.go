@@ -17,6 +17,9 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	now    func() time.Time
+	// sysEtc is where grants check --fix reads passwd, group, subuid and
+	// subgid ("": /etc); tests give a directory of their own.
+	sysEtc string
 }
 
 // The kong glue is shared (package cmdline; docs/decisions.md, "The kong glue is
