@@ -11,6 +11,7 @@ import (
 	"boxmaker/policy"
 	"boxmaker/roles/bxctl/internal/posixacl"
 	"boxmaker/runbook"
+	"boxmaker/wire"
 )
 
 // `grants check --fix` gives each granted path what the tools need to use
@@ -120,7 +121,7 @@ func fixACLs(p fixParams, targets []fixTarget, out io.Writer) fixResult {
 			}
 			if p.dryRun {
 				overlay[objKey{c.n.st.Dev, c.n.st.Ino, c.kind}] = c.acl
-				fmt.Fprintf(out, "dry run: %s\n", c.line)
+				fmt.Fprintf(out, "dry run: %s\n", wire.Printable(c.line))
 				res.changes++
 				continue
 			}
@@ -131,7 +132,7 @@ func fixACLs(p fixParams, targets []fixTarget, out io.Writer) fixResult {
 				}
 				break
 			}
-			fmt.Fprintln(out, c.line)
+			fmt.Fprintln(out, wire.Printable(c.line))
 			res.changes++
 		}
 		w.close()
@@ -141,8 +142,10 @@ func fixACLs(p fixParams, targets []fixTarget, out io.Writer) fixResult {
 			if len(t.grants) > 1 {
 				grants += "s"
 			}
-			fmt.Fprintf(out, "%s (%s %s): refused: %s; %s\n", t.path, grants, strings.Join(t.grants, ", "), why,
-				runbook.See("grant-fix-refused"))
+			// Paths and reasons are printed as wire.Printable shows text
+			// this command did not write: a grant path may hold anything.
+			fmt.Fprintf(out, "%s (%s %s): refused: %s; %s\n", wire.Printable(t.path), grants, strings.Join(t.grants, ", "),
+				wire.Printable(why), runbook.See("grant-fix-refused"))
 		}
 	}
 	return res

@@ -211,3 +211,31 @@ func TestFixHomeItself(t *testing.T) {
 		t.Errorf("%+v\n%s", r, out)
 	}
 }
+
+// TestFixFiles: a read-only grant of a file gets r-- and no default ACL;
+// a file with a second hard link, or a writable grant of a file, is
+// refused.
+func TestFixFiles(t *testing.T) {
+	ft := newFixTree(t)
+	f, linked := filepath.Join(ft.home, "docs", "a.txt"), filepath.Join(ft.home, "docs", "b.txt")
+	for _, p := range []string{f, linked} {
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		os.Chown(p, ownerUID, ownerUID)
+	}
+	if err := os.Link(linked, filepath.Join(ft.home, "notes", "b2.txt")); err != nil {
+		t.Fatal(err)
+	}
+	r, out := ft.run(t, false, fixTarget{f, []string{"r"}, false}, fixTarget{f, []string{"w"}, true}, fixTarget{linked, []string{"l"}, false})
+	want := "ROOT/home/kyle: access ACL: added u:998:--x, added u:997:--x; mask --x\n" +
+		"ROOT/home/kyle/docs/a.txt: access ACL: added u:231069:r--; mask r--\n" +
+		"ROOT/home/kyle/docs/a.txt (grant w): refused: ROOT/home/kyle/docs/a.txt is not a directory, and a writable grant's path is a folder; see docs/runbook.md#grant-fix-refused\n" +
+		"ROOT/home/kyle/docs/b.txt (grant l): refused: ROOT/home/kyle/docs/b.txt has 2 hard links; see docs/runbook.md#grant-fix-refused\n"
+	if out != want || r != (fixResult{changes: 2, refused: 2}) {
+		t.Errorf("%+v\n%s\nwant\n%s", r, out, want)
+	}
+	if xattrHex(t, linked, posixacl.Access) != "-" {
+		t.Error("the hard-linked file changed")
+	}
+}

@@ -87,6 +87,11 @@ func planFix(p fixParams, t fixTarget, overlay map[objKey]posixacl.ACL) (walked,
 		if t.writable && !n.dir() {
 			return refuse("%s is not a directory, and a writable grant's path is a folder", n.path)
 		}
+		if !n.dir() && n.st.Nlink != 1 {
+			// brokerd refuses to mount such a file (mount-source-refused),
+			// and an ACL on it would reach every other name it has.
+			return refuse("%s has %d hard links", n.path, n.st.Nlink)
+		}
 		need := posixacl.Read
 		switch {
 		case t.writable:
