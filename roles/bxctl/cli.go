@@ -23,6 +23,9 @@ type env struct {
 	// euid is the effective uid (bxctl doctor checks more as root); nil
 	// asks the kernel.
 	euid func() int
+	// sysEtc is where grants check --fix reads passwd, group, subuid and
+	// subgid ("": /etc); tests give a directory of their own.
+	sysEtc string
 }
 
 // The kong glue is shared (package cmdline; docs/decisions.md, "The kong glue is

@@ -25,10 +25,14 @@ type grantsCmd struct {
 
 type grantsCheckCmd struct {
 	Grants      string   `placeholder:"DIR" help:"Read this grants directory directly instead of asking brokerd."`
-	Home        string   `placeholder:"PATH" help:"With --grants: BOXMAKER_HOME, which no grant may reach (default: $BOXMAKER_HOME, else /var/lib/boxmaker)."`
-	Protect     []string `placeholder:"PATH" help:"With --grants: one more path no grant may reach, such as brokerd.toml or a socket directory kept elsewhere (repeatable)."`
+	Home        string   `placeholder:"PATH" help:"With --grants or --fix: BOXMAKER_HOME, which no grant may reach (default: brokerd.toml's with --fix, else $BOXMAKER_HOME, else /var/lib/boxmaker)."`
+	Protect     []string `placeholder:"PATH" help:"With --grants or --fix: one more path no grant may reach, such as brokerd.toml or a socket directory kept elsewhere (repeatable)."`
 	Secrets     string   `placeholder:"DIR" help:"With --grants: brokerd's secrets directory; check that every secret a grant names can be read there, as brokerd would (run as brokerd's user). Without it, secret names are checked but not their files."`
 	AdminSocket string   `placeholder:"PATH" help:"brokerd's admin socket, asked when --grants is not given (default: $BOXMAKER_HOME/run/owner-broker/admin.sock)."`
+	Fix         bool     `help:"As root: give the tools what each grant's path needs, as POSIX ACL entries on folders inside an owner's home, printing each change; refuse any other path with why (docs/running.md, \"Install on Debian\")."`
+	DryRun      bool     `help:"With --fix: print what it would change, and change nothing."`
+	Config      string   `placeholder:"PATH" help:"With --fix: brokerd.toml, for who the tools run as and its [paths] (default: /etc/boxmaker/brokerd.toml)."`
+	Prefix      string   `default:"boxmaker-" help:"With --fix: the deployment's prefix, which names the tools, brokerd and owner users and groups."`
 }
 
 // Run prints "grants: ok", or every problem and the runbook pointer with
@@ -36,6 +40,13 @@ type grantsCheckCmd struct {
 // stderr, also with status 1: brokerd would deny every call then too.
 func (c *grantsCheckCmd) Run(e *env) error {
 	cmd := e.name + " grants check"
+	if c.Fix {
+		return c.runFix(e)
+	}
+	if c.DryRun || c.Config != "" {
+		fmt.Fprintf(e.stderr, "%s: --dry-run and --config go with --fix\n", cmd)
+		return exitCode(usageError)
+	}
 	var problems []wire.GrantProblem
 	if c.Grants != "" {
 		home := c.Home

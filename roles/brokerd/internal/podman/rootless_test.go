@@ -101,6 +101,9 @@ type childSpec struct {
 	Config Config
 	State  string
 	Grants string
+	// Shell, when set, is the one call's arguments instead of the shell
+	// call and http_fetch above (TestGrantsFixRootless).
+	Shell string
 }
 
 // childReport is what the child saw, as JSON on its stdout.
@@ -130,6 +133,10 @@ func runChild(spec string) int {
 		out.Err = err.Error()
 		return 1
 	}
+	if in.Shell != "" {
+		out.Shell = childCall(in.Grants, r, "shell", in.Shell)
+		return 0
+	}
 	found := make(chan int, 1)
 	go func() { found <- toolHostUID(r, 8*time.Second) }()
 	out.Shell = childCall(in.Grants, r, "shell", `{"command":"id -u; sleep 2"}`)
@@ -141,9 +148,10 @@ func runChild(spec string) int {
 func childCall(grants string, r *Runtime, tool, args string) string {
 	sid, _ := wire.NewSessionID("s-1")
 	d := policy.Decide(grants, wire.ToolRequest{Session: sid, Call: 1, Tool: tool, Arguments: args}, policy.State{Taint: wire.Private}, wire.Now())
+	reason, problems, argsErr := d.Reason(), d.Problems(), d.ArgsError()
 	res, err := runner.Run(context.Background(), d, r)
 	if err != nil {
-		return "error: " + err.Error()
+		return fmt.Sprintf("error: %v (reason %v, problems %v, args %v)", err, reason, problems, argsErr)
 	}
 	switch v := res.Response.(type) {
 	case wire.ResultResponse:

@@ -164,7 +164,8 @@ func specFor(a policy.Allowed) *RunSpec {
 	// is classed by its own grant, and may run before this call's result
 	// raises the floor). Its output, which is class secret, is its only way
 	// out.
-	writable := a.Tool() == policy.WriteFile || a.Tool() == policy.Shell && s.secret == nil
+	// (policy.MountWritable, which `bxctl grants check --fix` shares.)
+	writable := policy.MountWritable(a.Tool(), s.secret != nil)
 	switch a.Tool() {
 	case policy.ReadFile, policy.WriteFile, policy.Shell:
 		for _, p := range a.Paths() {
