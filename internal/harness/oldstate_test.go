@@ -128,21 +128,35 @@ func TestStateFromLastRelease(t *testing.T) {
 	}
 }
 
-// auditLines are the records of the audit log in dir, in order: its day
-// files' lines.
+// auditLines are the records of the audit log in dir, ordered by seq:
+// its day files' lines. Not by file name alone: a machine whose clock is
+// behind the fixture's writes its new records to an earlier day's file.
 func auditLines(t *testing.T, dir string) []string {
 	t.Helper()
 	names, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 	if err != nil || len(names) == 0 {
 		t.Fatalf("no audit log in %s: %v", dir, err)
 	}
-	var lines []string
+	bySeq := map[uint64]string{}
 	for _, name := range names {
 		b, err := os.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		lines = append(lines, strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")...)
+		for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+			var rec wire.AuditRecord
+			if err := wire.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			bySeq[rec.Seq] = line
+		}
+	}
+	lines := make([]string, len(bySeq))
+	for seq, line := range bySeq {
+		if seq >= uint64(len(lines)) {
+			t.Fatalf("%s: the records' seqs are not 0 to %d", dir, len(lines)-1)
+		}
+		lines[seq] = line
 	}
 	return lines
 }
