@@ -44,6 +44,11 @@ type Options struct {
 	// the bot's token; brokerd sends it approvals and loopd listens for it
 	// on run/gateway-loop/loop.sock (issue 14).
 	Mattermost *Mattermost
+	// State, when set, is a folder of the roles' state under
+	// BOXMAKER_HOME (a fixture an earlier release wrote, testdata/state-*),
+	// copied into the home before any role starts: the roles then load it
+	// as they would after an upgrade (state.go).
+	State string
 	// Deployed, when set, runs on a deployment deploy apply made: each
 	// role as its plan's user (deployed.go). Home then holds only the
 	// owner's notes and scratch folder.
@@ -119,6 +124,9 @@ func Start(ctx context.Context, o Options) (_ *Harness, err error) {
 		return h, nil
 	}
 	if err := h.writeHome(); err != nil {
+		return nil, err
+	}
+	if err := h.copyState(); err != nil {
 		return nil, err
 	}
 	if err := h.startPodman(ctx); err != nil {

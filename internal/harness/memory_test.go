@@ -39,6 +39,12 @@ func (b *modelBodies) since(n int) []string { return b.all()[n:] }
 // stand-in model that records every chat request's body.
 func startRecorded(t *testing.T) (*harness.Harness, *modelBodies, *syncbuf.Buffer) {
 	t.Helper()
+	return startRecordedWith(t, harness.Options{})
+}
+
+// startRecordedWith is startRecorded with o's other options.
+func startRecordedWith(t *testing.T, o harness.Options) (*harness.Harness, *modelBodies, *syncbuf.Buffer) {
+	t.Helper()
 	bodies := &modelBodies{}
 	upstream := func(addr string) (string, error) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -66,7 +72,8 @@ func startRecorded(t *testing.T) (*harness.Harness, *modelBodies, *syncbuf.Buffe
 		t.Cleanup(func() { srv.Close(); <-done })
 		return "http://" + ln.Addr().String(), nil
 	}
-	h, log := startOptions(t, harness.Options{Upstream: upstream})
+	o.Upstream = upstream
+	h, log := startOptions(t, o)
 	return h, bodies, log
 }
 
