@@ -11,17 +11,19 @@ import (
 	"boxmaker/internal/syncbuf"
 )
 
-// prepareOwnerFolders makes the owner's home with two folders the tools
-// may read (a granted folder must be readable by others: the tools run as
-// a subordinate uid), each holding one file: scratch, under an auto grant
-// for shell, and notes, under an ask grant for read_file.
+// prepareOwnerFolders makes the owner's home with two folders, each
+// holding one file: scratch, under an auto grant for shell, and notes,
+// under an ask grant for read_file. Neither the tools' uid nor brokerd
+// can reach them until bxctl grants check --fix has run.
 func (w *world) prepareOwnerFolders() (scratch, notes string) {
 	t := w.t
 	home := "/home/" + treeOwner
 	scratch, notes = home+"/scratch", home+"/notes"
 	uid, gid := int(w.users[treeOwner]), int(w.groups[treeOwner])
+	// 0700, as Debian 12 makes a home and its owner's folders: bxctl
+	// grants check --fix gives the tools and brokerd what they need.
 	for _, d := range []string{home, scratch, notes} {
-		if err := os.Mkdir(filepath.Join(w.root, d), 0o755); err != nil {
+		if err := os.Mkdir(filepath.Join(w.root, d), 0o700); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.Chown(filepath.Join(w.root, d), uid, gid); err != nil {

@@ -19,7 +19,9 @@ import (
 // a grant, `deploy apply --start` as root
 // brings the deployment up (the tools unit's rootless Podman, the tool
 // image built as brokerd's user, brokerd's startup probe running a real
-// container there, loopd against the stand-in model), then the owner chats:
+// container there, loopd against the stand-in model), `bxctl grants check
+// --fix` gives the tools and brokerd the ACLs the owner's 0700 folders
+// need, then the owner chats:
 // a shell call under an auto grant runs in a rootless container of the
 // tools unit and reads the owner's folder, a call with no grant is denied,
 // a read_file under an ask grant runs once the owner approves it with
@@ -92,6 +94,13 @@ func TestStartUnderBootedSystemd(t *testing.T) {
 			t.Errorf("deploy apply --start printed no %q:\n%s", line, out)
 		}
 	}
+	// The owner's folders are 0700: the grants' ACLs, made by --fix.
+	fixed, err := w.c.within(time.Minute, filepath.Join(w.plan.Bin, "bxctl"), "grants", "check", "--fix")
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(fixed), " changes made") ||
+		!strings.Contains(fixed, "/home/"+treeOwner+": access ACL: added u:") {
+		t.Fatalf("bxctl grants check --fix: %v\n%s", err, fixed)
+	}
+	t.Logf("bxctl grants check --fix:\n%s", fixed)
 	started := time.Now()
 
 	// The owner's chat: an auto shell call in a tool container.
@@ -165,7 +174,7 @@ func (w *world) upgradeMidSession(firstTurn string) {
 	}
 	copyBinaries(t, buildStatic(t, "-X main.version=v0.0.0-upgraded"), filepath.Join(w.root, "opt/build2"))
 	out, err := w.c.within(5*time.Minute, filepath.Join(w.plan.Bin, "boxmaker"), "deploy", "upgrade", "/opt/build2/boxmaker")
-	if err != nil || !strings.Contains(out, "ok: build the tool image from the new build as boxmaker-brokerd: sha256:") ||
+	if err != nil || !strings.Contains(out, "ok: build the tool image with the new build as boxmaker-brokerd: sha256:") ||
 		!strings.Contains(out, "(built)") || !strings.Contains(out, "\nok: check the deployment ("+w.plan.Bin+"/bxctl doctor): doctor: all ") {
 		t.Fatalf("deploy upgrade: %v\n%s\n%s", err, out, w.c.journal(w.unit("brokerd")))
 	}
