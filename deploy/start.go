@@ -59,18 +59,24 @@ func Start(p Plan, opts StartOptions) error {
 		return fmt.Errorf("deploy apply --start: must run as root (it starts system units); %s", runbook.See("deploy-not-root"))
 	}
 	s := &starter{p: p, opts: opts, answered: map[string]bool{}}
-	steps := s.steps()
+	return runSteps(s.steps(), opts.DryRun, opts.Out, s.failure)
+}
+
+// runSteps prints one line per step: "would ..." for a dry run, else
+// "ok: ..." with what the step adds, or "failed: ..." and the step's
+// failure (failure), which ends the run.
+func runSteps(steps []startStep, dry bool, out io.Writer, failure func(startStep, error) error) error {
 	for _, st := range steps {
-		if opts.DryRun {
-			fmt.Fprintf(opts.Out, "would %s\n", st.what)
+		if dry {
+			fmt.Fprintf(out, "would %s\n", st.what)
 			continue
 		}
 		more, err := st.do()
 		if err != nil {
-			fmt.Fprintf(opts.Out, "failed: %s\n", st.what)
-			return s.failure(st, err)
+			fmt.Fprintf(out, "failed: %s\n", st.what)
+			return failure(st, err)
 		}
-		fmt.Fprintf(opts.Out, "ok: %s%s\n", st.what, more)
+		fmt.Fprintf(out, "ok: %s%s\n", st.what, more)
 	}
 	return nil
 }

@@ -60,19 +60,7 @@ func Upgrade(p Plan, opts UpgradeOptions) error {
 	s := &starter{p: p, opts: StartOptions{DryRun: opts.DryRun, Out: opts.Out, Command: opts.Command, Wait: opts.Wait}, answered: map[string]bool{}}
 	u := &upgrader{starter: s, src: opts.New, dst: filepath.Join(p.Bin, "boxmaker")}
 	defer u.unstage()
-	for _, st := range u.steps() {
-		if opts.DryRun {
-			fmt.Fprintf(opts.Out, "would %s\n", st.what)
-			continue
-		}
-		more, err := st.do()
-		if err != nil {
-			fmt.Fprintf(opts.Out, "failed: %s\n", st.what)
-			return u.failure(st, err)
-		}
-		fmt.Fprintf(opts.Out, "ok: %s%s\n", st.what, more)
-	}
-	return nil
+	return runSteps(u.steps(), opts.DryRun, opts.Out, u.failure)
 }
 
 type upgrader struct {

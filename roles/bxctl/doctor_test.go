@@ -165,20 +165,7 @@ func TestDoctorAsRoot(t *testing.T) {
 	if err := os.Mkdir(filepath.Dir(open), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("unix", open)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close() // held open: this one lets root in
-		}
-	}()
+	serveUnix(t, open, nil) // holds each connection open: this one lets root in
 	code, out, _ := runDoctor(t, home, 0, allActive())
 	for _, line := range []string{
 		"ok: socket " + admin + ": answers as root, and its [peers] rule refuses root\n",
@@ -195,4 +182,37 @@ func TestDoctorAsRoot(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit %d", code)
 	}
+}
+
+// serveUnix listens at path until the test ends, handing each connection
+// to handle, which closes it; with handle nil each is held open until then.
+func serveUnix(t *testing.T, path string, handle func(net.Conn)) {
+	t.Helper()
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []net.Conn
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if handle == nil {
+				held = append(held, c)
+				continue
+			}
+			handle(c)
+		}
+	}()
 }

@@ -50,30 +50,15 @@ func TestDoctorRootSocketTricks(t *testing.T) {
 		t.Fatal(err)
 	}
 	talker := filepath.Join(dir, "e\x1b[2K\x1b[1A.sock")
-	ln, err := net.Listen("unix", talker)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("X"))
-			c.Close()
-		}
-	}()
+	serveUnix(t, talker, func(c net.Conn) {
+		c.Write([]byte("X"))
+		c.Close()
+	})
 	if err := os.WriteFile(filepath.Join(dir, "plain.sock"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	planted := filepath.Join(dir, "planted.sock")
-	ln2, err := net.Listen("unix", planted)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln2.Close()
+	serveUnix(t, planted, func(c net.Conn) { c.Close() })
 	if err := os.Chown(planted, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}

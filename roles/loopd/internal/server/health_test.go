@@ -54,6 +54,9 @@ func TestHealth(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if _, err := wire.ReadEnvelope(c); err != io.EOF {
+			t.Fatalf("after the answer: %v", err)
+		}
 		return e
 	}
 	for _, sock := range []string{cfg.Listen.Gateway, cfg.Listen.Jobs} {
@@ -63,25 +66,10 @@ func TestHealth(t *testing.T) {
 	}
 	ask := func() []wire.HealthCheck {
 		t.Helper()
-		c, err := net.Dial("unix", cfg.Listen.Socket)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(10 * time.Second))
-		if err := wire.WriteEnvelope(c, wire.Request(1, wire.Health{})); err != nil {
-			t.Fatal(err)
-		}
-		e, err := wire.ReadEnvelope(c)
-		if err != nil {
-			t.Fatal(err)
-		}
+		e := send(cfg.Listen.Socket)
 		rep, ok := e.Msg.(wire.HealthReport)
 		if !ok || !e.Final || rep.Head != nil || len(rep.Checks) != 3 {
 			t.Fatalf("answer %#v", e)
-		}
-		if _, err := wire.ReadEnvelope(c); err != io.EOF {
-			t.Fatalf("after the report: %v", err)
 		}
 		return rep.Checks
 	}
