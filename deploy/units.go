@@ -162,6 +162,11 @@ func (b *builder) toolsUnit() ([]string, []Setting) {
 		// booted systemd"). /proc, not kill -0: Podman may still be root,
 		// in systemd's setup before its exec, when this starts (kill -0 is
 		// then refused), and this unit has no ProtectProc= to hide it.
+		// A socket the last run left (Podman killed, not stopped) would
+		// satisfy the wait below before Podman replaces it with a new
+		// 0600 one: brokerd was then refused (a booted test, after deploy
+		// remove and apply again). It goes first.
+		{"ExecStartPre", "/bin/rm -f " + sock},
 		{"ExecStartPost", fmt.Sprintf(`/bin/sh -c "until [ -S %s ]; do [ -e /proc/${MAINPID}/stat ] || exit 1; sleep 0.1; done; chmod 0660 %s"`, sock, sock)},
 		{"Delegate", "yes"},
 		// All tool calls together: on cgroup v1 rootless Podman cannot
