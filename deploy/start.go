@@ -46,20 +46,27 @@ type startStep struct {
 // first failure stops it, naming the unit, its last journal lines and the
 // runbook entry.
 func Start(p Plan, opts StartOptions) error {
-	if opts.Out == nil {
-		opts.Out = io.Discard
-	}
-	if opts.Command == nil {
-		opts.Command = runCommand
-	}
-	if opts.Wait == 0 {
-		opts.Wait = 30 * time.Second
-	}
+	opts = opts.withDefaults()
 	if !opts.DryRun && os.Geteuid() != 0 {
 		return fmt.Errorf("deploy apply --start: must run as root (it starts system units); %s", runbook.See("deploy-not-root"))
 	}
 	s := &starter{p: p, opts: opts, answered: map[string]bool{}}
 	return runSteps(s.steps(), opts.DryRun, opts.Out, s.failure)
+}
+
+// withDefaults fills in what was left zero: no output, the real commands,
+// 30 s for the roles to answer.
+func (o StartOptions) withDefaults() StartOptions {
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Command == nil {
+		o.Command = runCommand
+	}
+	if o.Wait == 0 {
+		o.Wait = 30 * time.Second
+	}
+	return o
 }
 
 // runSteps prints one line per step: "would ..." for a dry run, else

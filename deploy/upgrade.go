@@ -45,22 +45,14 @@ var upgradeRoles = []string{"inferproxy", "brokerd", "loopd", "gatewayd"}
 // audit chain, sessions, notes and approvals' records stay where they are
 // and the new build reads them. A role that was not running is left so.
 func Upgrade(p Plan, opts UpgradeOptions) error {
-	if opts.Out == nil {
-		opts.Out = io.Discard
-	}
-	if opts.Command == nil {
-		opts.Command = runCommand
-	}
-	if opts.Wait == 0 {
-		opts.Wait = 30 * time.Second
-	}
 	if !opts.DryRun && os.Geteuid() != 0 {
 		return fmt.Errorf("deploy upgrade: must run as root (it replaces the binary and restarts system units); %s", runbook.See("deploy-not-root"))
 	}
-	s := &starter{p: p, opts: StartOptions{DryRun: opts.DryRun, Out: opts.Out, Command: opts.Command, Wait: opts.Wait}, answered: map[string]bool{}}
+	so := StartOptions{DryRun: opts.DryRun, Out: opts.Out, Command: opts.Command, Wait: opts.Wait}.withDefaults()
+	s := &starter{p: p, opts: so, answered: map[string]bool{}}
 	u := &upgrader{starter: s, src: opts.New, dst: filepath.Join(p.Bin, "boxmaker")}
 	defer u.unstage()
-	return runSteps(u.steps(), opts.DryRun, opts.Out, u.failure)
+	return runSteps(u.steps(), so.DryRun, so.Out, u.failure)
 }
 
 type upgrader struct {
